@@ -1,0 +1,314 @@
+"""The domain model: frozen attrs value classes, no logic beyond validation.
+
+A :class:`Domain` is what a domain file says, with names still names. It is built
+by :func:`planner.loader.load_domain` (or :meth:`Domain.from_dict`), which checks
+everything a file can get wrong and raises :class:`planner.errors.DomainError`
+naming the path; the validators here only guard the invariants that the classes
+themselves rely on. :mod:`planner.compile` turns a `Domain` into arrays.
+
+Mappings are stored as tuples of ``(key, value)`` pairs, in file order, so that
+every value class is hashable and iteration order is the order of the file (the
+tie-break order of the design).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Union
+
+import attrs
+
+__all__ = [
+    "ROLES",
+    "UNAVAILABLE",
+    "Established",
+    "Returned",
+    "AllOf",
+    "AnyOf",
+    "FactExpr",
+    "Case",
+    "Proposition",
+    "Prior",
+    "Loss",
+    "Likelihood",
+    "Action",
+    "Budget",
+    "Observation",
+    "Check",
+    "Domain",
+]
+
+#: The reserved outcome of a tool that failed or timed out.
+UNAVAILABLE = "unavailable"
+
+#: Evidence roles. Only ``establish`` and ``supersede`` set "proposition
+#: established" facts; the other three move belief only.
+ROLES = ("inform", "corroborate", "establish", "contradict", "supersede")
+
+
+def _pairs(value):
+    """Convert a mapping (or iterable of pairs) to a tuple of pairs, keeping order."""
+    if isinstance(value, dict):
+        return tuple(value.items())
+    return tuple(tuple(p) for p in value)
+
+
+# --------------------------------------------------------------------------
+# Fact expressions: AND/OR over "proposition established as value" and
+# "observation returned outcome". Action requirements and observation
+# preconditions share them.
+
+
+@attrs.frozen
+class Established:
+    """Fact: proposition `proposition` is established as `value`."""
+
+    proposition: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.proposition}={self.value}"
+
+
+@attrs.frozen
+class Returned:
+    """Fact: observation `observation` returned `outcome`."""
+
+    observation: str
+    outcome: str
+
+    def __str__(self) -> str:
+        return f"{self.observation} returned {self.outcome}"
+
+
+@attrs.frozen
+class AllOf:
+    """Conjunction of fact expressions."""
+
+    terms: tuple = attrs.field(converter=tuple)
+
+    def __str__(self) -> str:
+        if len(self.terms) == 1:
+            return str(self.terms[0])
+        return "(" + " and ".join(str(t) for t in self.terms) + ")"
+
+
+@attrs.frozen
+class AnyOf:
+    """Disjunction of fact expressions."""
+
+    terms: tuple = attrs.field(converter=tuple)
+
+    def __str__(self) -> str:
+        if len(self.terms) == 1:
+            return str(self.terms[0])
+        return "(" + " or ".join(str(t) for t in self.terms) + ")"
+
+
+FactExpr = Union[Established, Returned, AllOf, AnyOf]
+
+
+def expr_atoms(expr):
+    """Yield the atoms (`Established`, `Returned`) of a fact expression in order.
+
+    >>> list(expr_atoms(AllOf([Established("a", "x"), AnyOf([Returned("o", "y")])])))
+    [Established(proposition='a', value='x'), Returned(observation='o', outcome='y')]
+    """
+    if isinstance(expr, (AllOf, AnyOf)):
+        for t in expr.terms:
+            yield from expr_atoms(t)
+    else:
+        yield expr
+
+
+# --------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Case:
+    """One row of a ``cases`` table, matched in order: first match wins.
+
+    `when` is a tuple of ``(proposition, value)`` pairs (empty: matches every
+    state); `value` is a loss (float) or an outcome distribution (pairs).
+    """
+
+    when: tuple = attrs.field(converter=_pairs)
+    value: object
+
+
+@attrs.frozen(kw_only=True)
+class Proposition:
+    """A hidden proposition with a finite set of values."""
+
+    name: str
+    values: tuple = attrs.field(converter=tuple)
+    max_age_minutes: float | None = None
+
+    @values.validator
+    def _check_values(self, _attr, values):
+        if len(values) < 1:
+            raise ValueError(f"proposition {self.name} has no values")
+
+
+@attrs.frozen(kw_only=True)
+class Prior:
+    """Prior belief: independent marginals or an explicit joint table.
+
+    Exactly one of `marginals` (pairs ``(proposition, ((value, p), ...))``) and
+    `joint` (a tuple of :class:`Case`, each `when` naming a full state and `value`
+    its probability; unlisted states have probability 0) is set.
+    """
+
+    marginals: tuple | None = None
+    joint: tuple | None = None
+
+    def __attrs_post_init__(self):
+        if (self.marginals is None) == (self.joint is None):
+            raise ValueError("a prior has exactly one of marginals and joint")
+
+
+@attrs.frozen(kw_only=True)
+class Loss:
+    """Loss of a decision action in loss units, in one of three forms.
+
+    ``constant``: the same loss in every state. ``tables``: pairs
+    ``(proposition, ((value, loss), ...))``, summed across the propositions
+    listed. ``cases``: :class:`Case` rows matched in order.
+    """
+
+    constant: float | None = None
+    tables: tuple | None = None
+    cases: tuple | None = None
+
+    def __attrs_post_init__(self):
+        if sum(x is not None for x in (self.constant, self.tables, self.cases)) != 1:
+            raise ValueError("a loss has exactly one form")
+
+
+@attrs.frozen(kw_only=True)
+class Likelihood:
+    """P(outcome | state) as :class:`Case` rows matched in order.
+
+    Every form of the file (constant, one proposition, ``cases``) is stored as
+    cases; each case's `value` is ``((outcome, p), ...)`` summing to 1.
+    `depends_on` lists the propositions the cases mention.
+    """
+
+    depends_on: tuple = attrs.field(converter=tuple)
+    cases: tuple = attrs.field(converter=tuple)
+
+
+@attrs.frozen(kw_only=True)
+class Action:
+    """A decision action: its loss, its evidence requirement, its kind."""
+
+    name: str
+    loss: Loss
+    requires: FactExpr | None = None
+    kind: str = attrs.field(default="decide", validator=attrs.validators.in_(("decide", "escalate")))
+
+
+@attrs.frozen(kw_only=True)
+class Budget:
+    """Named budget dimensions with optional hard limits and penalty weights.
+
+    `dimensions` is in declaration order; `limits` and `weights` are pairs. A
+    dimension without a weight costs nothing in loss units (it may still have a
+    hard limit); a dimension without a limit is unlimited.
+    """
+
+    dimensions: tuple = attrs.field(converter=tuple, default=())
+    limits: tuple = attrs.field(converter=_pairs, default=())
+    weights: tuple = attrs.field(converter=_pairs, default=())
+
+
+@attrs.frozen(kw_only=True)
+class Observation:
+    """An observation (a tool call, a query, a document read).
+
+    See the README's "Domain files" section for every field.
+    """
+
+    name: str
+    role: str = attrs.field(validator=attrs.validators.in_(ROLES))
+    outcomes: tuple = attrs.field(converter=tuple)
+    likelihood: Likelihood
+    bears_on: str | None = None
+    establishes: tuple = attrs.field(converter=_pairs, default=())
+    cost: tuple = attrs.field(converter=_pairs, default=())
+    entitlement: str | None = None
+    purposes: tuple | None = None
+    age_minutes: float | None = None
+    as_of: _dt.datetime | None = None
+    max_age_minutes: float | None = None
+    requires: FactExpr | None = None
+    lineage: str | None = None
+    failure_rate: float = 0.0
+    relevance: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Check:
+    """A scripted check kept with a domain (run by ``planner check``).
+
+    The fields are kept as read (`spec`, a plain mapping rendered to a tuple of
+    pairs); :mod:`planner.check` interprets them.
+    """
+
+    name: str
+    spec: object
+
+
+@attrs.frozen(kw_only=True)
+class Domain:
+    """A validated domain, names still names.
+
+    Build with :meth:`from_dict` or :func:`planner.load_domain`.
+    """
+
+    name: str
+    description: str = ""
+    purpose: str | None = None
+    propositions: tuple = attrs.field(converter=tuple)
+    prior: Prior
+    actions: tuple = attrs.field(converter=tuple)
+    budget: Budget
+    observations: tuple = attrs.field(converter=tuple, default=())
+    max_age_minutes: float | None = None
+    checks: tuple = attrs.field(converter=tuple, default=())
+    content_hash: str = ""
+    raw: object = attrs.field(default=None, eq=False, repr=False)
+
+    @classmethod
+    def from_dict(cls, data, *, source: str = "<dict>") -> "Domain":
+        """Build a validated domain from a parsed domain file.
+
+        Raises :class:`planner.errors.DomainError` naming the path of the
+        first problem.
+
+        >>> d = Domain.from_dict({
+        ...     "domain": "tiny",
+        ...     "world": {"x": {"values": ["a", "b"]}},
+        ...     "prior": {"x": {"a": 0.5, "b": 0.5}},
+        ...     "actions": {"go": {"loss": 1}},
+        ... })
+        >>> d.name, [p.name for p in d.propositions]
+        ('tiny', ['x'])
+        """
+        from planner.loader import domain_from_dict
+
+        return domain_from_dict(data, source=source)
+
+    def observation(self, name: str) -> Observation:
+        """The observation called `name` (KeyError if there is none)."""
+        for o in self.observations:
+            if o.name == name:
+                return o
+        raise KeyError(name)
+
+    def proposition(self, name: str) -> Proposition:
+        """The proposition called `name` (KeyError if there is none)."""
+        for p in self.propositions:
+            if p.name == name:
+                return p
+        raise KeyError(name)
