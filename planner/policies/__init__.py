@@ -6,7 +6,8 @@ admitted ones with the policy's value, penalty and net. A policy only ever
 chooses an observation that is ``eligible`` at the node.
 
 Policy specs (CLI ``--policy`` and receipts): ``one-step``, ``none``,
-``top-k:K``, ``lookahead:D``, ``lookahead:auto``, ``dependency``.
+``top-k:K``, ``lookahead:D``, ``lookahead:auto``, ``dependency``, and the labelled
+anti-pattern ``postfilter-top-k:K`` (cut the top k first, filter by the gates after).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from planner.policies.onestep import OneStepEVSI
 
 __all__ = ["Policy", "OneStepEVSI", "NoRetrieval", "StaticTopK", "parse_policy", "pick_best", "POLICY_SPECS"]
 
-POLICY_SPECS = ("one-step", "none", "top-k:K", "lookahead:D", "lookahead:auto", "dependency")
+POLICY_SPECS = ("one-step", "none", "top-k:K", "lookahead:D", "lookahead:auto", "dependency", "postfilter-top-k:K")
 
 
 def parse_policy(spec: str) -> Policy:
@@ -31,7 +32,7 @@ def parse_policy(spec: str) -> Policy:
     >>> parse_policy("magic")
     Traceback (most recent call last):
     ...
-    planner.errors.PlannerError: unknown policy 'magic' (known: one-step, none, top-k:K, lookahead:D, lookahead:auto, dependency)
+    planner.errors.PlannerError: unknown policy 'magic' (known: one-step, none, top-k:K, lookahead:D, lookahead:auto, dependency, postfilter-top-k:K)
     """
     name, _, arg = spec.partition(":")
     if name == "one-step" and not arg:
@@ -44,6 +45,10 @@ def parse_policy(spec: str) -> Policy:
         from planner.policies.lookahead import Lookahead
 
         return Lookahead(depth="auto" if arg == "auto" else _positive_int(arg, spec))
+    if name == "postfilter-top-k":
+        from planner.policies.postfilter import PostFilteredTopK
+
+        return PostFilteredTopK(k=_positive_int(arg, spec))
     if name == "dependency" and not arg:
         from planner.policies.dependency import DependencyRule
 
