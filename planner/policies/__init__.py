@@ -42,13 +42,15 @@ def parse_policy(spec: str) -> Policy:
     if name == "top-k":
         return StaticTopK(k=_positive_int(arg, spec))
     if name == "lookahead":
+        depth = "auto" if arg == "auto" else _positive_int(arg, spec)
         from planner.policies.lookahead import Lookahead
 
-        return Lookahead(depth="auto" if arg == "auto" else _positive_int(arg, spec))
+        return Lookahead(depth=depth)
     if name == "postfilter-top-k":
+        k = _positive_int(arg, spec)
         from planner.policies.postfilter import PostFilteredTopK
 
-        return PostFilteredTopK(k=_positive_int(arg, spec))
+        return PostFilteredTopK(k=k)
     if name == "dependency" and not arg:
         from planner.policies.dependency import DependencyRule
 
