@@ -82,31 +82,33 @@ def established_status(outcome_of, est_prop, est_kind, est_value, n_props):
 
 
 @njit(cache=True)
+def _combine(val, expr_kind, expr_start, expr_count, expr_children):
+    """Fill the AND (2) / OR (3) nodes of `val` from their children, in index order."""
+    for i in range(expr_kind.shape[0]):
+        k = expr_kind[i]
+        if k < 2:
+            continue
+        want = k == 3  # OR looks for a true child, AND for a false one
+        out = not want
+        for j in range(expr_start[i], expr_start[i] + expr_count[i]):
+            if val[expr_children[j]] == want:
+                out = want
+                break
+        val[i] = out
+    return val
+
+
+@njit(cache=True)
 def eval_facts(outcome_of, status, expr_kind, expr_a, expr_b, expr_start, expr_count, expr_children):
     """Truth of every fact-expression node (``bool[N]``), children first."""
     n = expr_kind.shape[0]
     val = np.zeros(n, dtype=np.bool_)
     for i in range(n):
-        k = expr_kind[i]
-        if k == 0:
+        if expr_kind[i] == 0:
             val[i] = status[expr_a[i]] == expr_b[i]
-        elif k == 1:
+        elif expr_kind[i] == 1:
             val[i] = outcome_of[expr_a[i]] == expr_b[i]
-        elif k == 2:
-            ok = True
-            for j in range(expr_start[i], expr_start[i] + expr_count[i]):
-                if not val[expr_children[j]]:
-                    ok = False
-                    break
-            val[i] = ok
-        else:
-            ok = False
-            for j in range(expr_start[i], expr_start[i] + expr_count[i]):
-                if val[expr_children[j]]:
-                    ok = True
-                    break
-            val[i] = ok
-    return val
+    return _combine(val, expr_kind, expr_start, expr_count, expr_children)
 
 
 @njit(cache=True)
@@ -261,25 +263,11 @@ def reachable_actions(outcome_of, admitted, facts, n_values):
     n = ek.shape[0]
     val = np.zeros(n, dtype=np.bool_)
     for i in range(n):
-        k = ek[i]
-        if k == 0:
+        if ek[i] == 0:
             val[i] = can[ea[i], eb[i]]
-        elif k == 1:
+        elif ek[i] == 1:
             val[i] = outcome_of[ea[i]] == eb[i] or (outcome_of[ea[i]] < 0 and admitted[ea[i]])
-        elif k == 2:
-            ok = True
-            for j in range(es[i], es[i] + ec[i]):
-                if not val[ech[j]]:
-                    ok = False
-                    break
-            val[i] = ok
-        else:
-            ok = False
-            for j in range(es[i], es[i] + ec[i]):
-                if val[ech[j]]:
-                    ok = True
-                    break
-            val[i] = ok
+    _combine(val, ek, es, ec, ech)
     A = action_req.shape[0]
     out = np.empty(A, dtype=np.bool_)
     for a in range(A):

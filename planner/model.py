@@ -81,6 +81,17 @@ class Returned:
         return f"{self.observation} returned {self.outcome}"
 
 
+def _join(terms, word: str) -> str:
+    """Render a conjunction/disjunction; a single term needs no parentheses.
+
+    >>> _join([Established("a", "x"), Returned("o", "y")], " or ")
+    '(a=x or o returned y)'
+    """
+    if len(terms) == 1:
+        return str(terms[0])
+    return "(" + word.join(str(t) for t in terms) + ")"
+
+
 @attrs.frozen
 class AllOf:
     """Conjunction of fact expressions."""
@@ -88,9 +99,7 @@ class AllOf:
     terms: tuple = attrs.field(converter=tuple)
 
     def __str__(self) -> str:
-        if len(self.terms) == 1:
-            return str(self.terms[0])
-        return "(" + " and ".join(str(t) for t in self.terms) + ")"
+        return _join(self.terms, " and ")
 
 
 @attrs.frozen
@@ -100,9 +109,7 @@ class AnyOf:
     terms: tuple = attrs.field(converter=tuple)
 
     def __str__(self) -> str:
-        if len(self.terms) == 1:
-            return str(self.terms[0])
-        return "(" + " or ".join(str(t) for t in self.terms) + ")"
+        return _join(self.terms, " or ")
 
 
 FactExpr = Union[Established, Returned, AllOf, AnyOf]
