@@ -2,25 +2,39 @@
 
 Validation runs in three passes, each stopping at the first problem:
 
-1. syntax: YAML/JSON parse errors (with line and column), duplicate keys, and
-   non-finite numbers anywhere;
+1. syntax: YAML/JSON parse errors (with line and column), duplicate keys (with
+   the mapping they are in and both lines), an empty file, non-string keys,
+   and non-finite or overlarge numbers anywhere;
 2. structure: the JSON Schema shipped in ``planner/schema/domain.schema.json``
-   (missing and unknown fields, types, negative numbers, bad names);
-3. meaning: probabilities sum to 1 (tolerance :data:`SUM_TOLERANCE`), every
-   name resolves, outcomes exist, tables cover every state, no cyclic
-   preconditions, the joint state space fits :data:`MAX_JOINT_STATES`.
+   (missing and unknown fields, types, negative numbers, probabilities above 1,
+   bad names);
+3. meaning: the joint state space fits :data:`MAX_JOINT_STATES`, probabilities
+   sum to 1 (tolerance :data:`SUM_TOLERANCE`), every name resolves, required
+   outcomes exist, tables cover every state, reserved and duplicate names,
+   lineage members agree, no cyclic preconditions, and at least one decision
+   action has no ``requires`` (the fallback when no evidence can be had).
 
 Every failure is a :class:`planner.errors.DomainError` whose message is one line
-naming the path in the file.
+``"<path in the file>: <what is wrong>"``. The format and every error kind are
+documented in ``docs/domain-format.md``; ``tests/malformed/expected.yaml`` keeps
+the exact message for each malformed example file.
+
+YAML is read with a strict safe loader: only ``true``/``false`` are booleans
+(``yes``, ``no``, ``on``, ``off`` stay strings, so an outcome may be called
+``no``), dates and times stay strings (``as_of`` is parsed by the loader), and
+``1e-3`` is a number, as in YAML 1.2 and JSON.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import hashlib
 import itertools
 import json
 import math
+import re
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -44,20 +58,28 @@ from planner.model import (
     Prior,
     Proposition,
     Returned,
+    expr_atoms,
 )
 
-__all__ = ["load_domain", "domain_from_dict", "read_domain_file", "domain_schema",
-           "SUM_TOLERANCE", "MAX_JOINT_STATES", "RESERVED_NAMES"]
+__all__ = ["load_domain", "domain_from_dict", "read_domain_file", "parse_domain_text", "domain_schema",
+           "content_hash", "format_path", "SUM_TOLERANCE", "MAX_JOINT_STATES", "RESERVED_NAMES"]
 
 #: Probabilities must sum to 1 within this tolerance after reading.
 SUM_TOLERANCE = 1e-9
 
-#: The largest joint state space (propositions times lineage variables) accepted.
+#: The largest joint state space accepted: the product of the propositions'
+#: value counts, times the outcome count of each lineage group with two or more
+#: members (each such group adds one latent variable).
 MAX_JOINT_STATES = 4096
 
-#: Names that the file format uses as keywords and so cannot name a proposition
-#: or an observation.
+#: Words the file format uses as keys (``all``/``any`` in requirements,
+#: ``cases`` in losses and likelihoods, ``joint`` in the prior) and the outcome
+#: of a failed call; none of them can name a proposition, a value, an
+#: observation or an outcome.
 RESERVED_NAMES = ("all", "any", "cases", "joint", UNAVAILABLE)
+
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
+_NAME_RULE = "letters, digits, '_' and '-', not starting with a digit"
 
 
 # --------------------------------------------------------------------------
@@ -65,56 +87,98 @@ RESERVED_NAMES = ("all", "any", "cases", "joint", UNAVAILABLE)
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys and reads only true/false as booleans.
+    """SafeLoader that reads only true/false as booleans and keeps times as strings.
 
     YAML 1.1 reads ``yes``, ``no``, ``on``, ``off`` as booleans, which would turn
-    an outcome called ``no`` into ``False``; here they stay strings.
+    an outcome called ``no`` into ``False``; here they stay strings. Timestamps
+    stay strings so that YAML and JSON files read alike. ``1e-3`` and ``1.5e3``
+    (YAML 1.2 and JSON spellings, strings in YAML 1.1) read as numbers.
+    Duplicate keys are found on the node tree (:func:`_yaml_duplicate`).
     """
 
 
+_DROPPED_TAGS = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp")
 _StrictLoader.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
+    k: [(tag, rx) for tag, rx in v if tag not in _DROPPED_TAGS]
     for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 _StrictLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool",
-    __import__("re").compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-    list("tTfF"),
-)
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def _construct_mapping(loader, node, deep=False):
-    loader.flatten_mapping(node)
-    seen = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise _DuplicateKey(key, key_node.start_mark.line + 1, seen[key])
-        seen[key] = key_node.start_mark.line + 1
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+def _quote(key) -> str:
+    """A key as written in a message: 'key', or its repr when it has odd characters."""
+    key = str(key)
+    return f"'{key}'" if key.isprintable() and "'" not in key else repr(key)
 
 
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+def _yaml_duplicate(node, path, seen_nodes) -> None:
+    """Raise for the first duplicate key in document order, naming its mapping."""
+    if id(node) in seen_nodes:  # an alias: already checked where it was defined
+        return
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first_line = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                continue
+            key = key_node.value
+            line = key_node.start_mark.line + 1
+            if key in first_line:
+                raise DomainError(path, f"duplicate key {_quote(key)} at line {line} (first at line {first_line[key]})")
+            first_line[key] = line
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+            _yaml_duplicate(value_node, path + [key], seen_nodes)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _yaml_duplicate(item, path + [i], seen_nodes)
 
 
-class _DuplicateKey(Exception):
-    def __init__(self, key, line, first_line):
-        self.key, self.line, self.first_line = key, line, first_line
+class _DuplicateJSONObject(dict):
+    """A JSON object that repeated `duplicate` (found after parsing, to name its path)."""
+
+    duplicate = None
 
 
 def _json_pairs(pairs):
     out = {}
     for k, v in pairs:
         if k in out:
-            raise _DuplicateKey(k, None, None)
+            dup = _DuplicateJSONObject(out)
+            dup.duplicate = k
+            return dup
         out[k] = v
     return out
+
+
+def _json_duplicate(node, path) -> None:
+    if isinstance(node, _DuplicateJSONObject):
+        raise DomainError(path, f"duplicate key {_quote(node.duplicate)}")
+    if isinstance(node, dict):
+        for k, v in node.items():
+            _json_duplicate(v, path + [k])
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _json_duplicate(v, path + [i])
 
 
 def read_domain_file(path) -> dict:
     """Parse a domain file into plain data, reporting syntax errors as one line.
 
     Files ending in ``.json`` are read as JSON, anything else as YAML.
+
+    Examples
+    --------
+    >>> import planner, pathlib
+    >>> data = read_domain_file(pathlib.Path(planner.__file__).parent.parent / "domains/payment_release.yaml")
+    >>> data["prior"]
+    {'approval': {'approved': 0.55, 'pending': 0.45}}
     """
     path = Path(path)
     try:
@@ -127,42 +191,106 @@ def read_domain_file(path) -> dict:
 
 
 def parse_domain_text(text: str, *, json_format: bool = False) -> dict:
-    """Parse domain-file text (YAML, or JSON when `json_format`)."""
-    try:
-        if json_format:
+    """Parse domain-file text (YAML, or JSON when `json_format`) and check its syntax.
+
+    Raises :class:`~planner.errors.DomainError`; a parse error's path is its
+    line and column.
+
+    Examples
+    --------
+    >>> parse_domain_text("outcomes: [yes, no, on]\\nweight: 4e-4")
+    {'outcomes': ['yes', 'no', 'on'], 'weight': 0.0004}
+    >>> parse_domain_text("world:\\n  a: 1\\n  a: 2")
+    Traceback (most recent call last):
+    ...
+    planner.errors.DomainError: world: duplicate key 'a' at line 3 (first at line 2)
+    >>> parse_domain_text('{"prior": }', json_format=True)
+    Traceback (most recent call last):
+    ...
+    planner.errors.DomainError: line 1, column 11: JSON syntax error: Expecting value
+    """
+    if not text.strip() or (not json_format and _only_comments(text)):
+        raise DomainError("(top level)", "the file is empty (expected a mapping with domain, world, prior and actions)")
+    if json_format:
+        try:
             data = json.loads(text, object_pairs_hook=_json_pairs)
-        else:
-            data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-    except _DuplicateKey as e:
-        where = f"line {e.line}: " if e.line else ""
-        first = f" (first at line {e.first_line})" if e.first_line else ""
-        raise DomainError("(file)", f"{where}duplicate key '{e.key}'{first}") from None
-    except json.JSONDecodeError as e:
-        raise DomainError("(file)", f"line {e.lineno}, column {e.colno}: JSON syntax error: {e.msg}") from None
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = e.problem or e.context or "invalid YAML"
-        raise DomainError("(file)", f"{where}YAML syntax error: {problem}") from None
-    except yaml.YAMLError as e:
-        raise DomainError("(file)", f"YAML syntax error: {str(e).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise DomainError("(top level)", f"expected a mapping, got {_type_name(data)}")
-    _check_finite(data, [])
+        except json.JSONDecodeError as e:
+            raise DomainError(f"line {e.lineno}, column {e.colno}", f"JSON syntax error: {e.msg}") from None
+        _json_duplicate(data, [])
+    else:
+        loader = _StrictLoader(text)
+        try:
+            node = loader.get_single_node()
+            if node is not None:
+                _yaml_duplicate(node, [], set())
+            data = loader.construct_document(node) if node is not None else None
+        except yaml.MarkedYAMLError as e:
+            raise DomainError(*_yaml_error(e)) from None
+        except yaml.YAMLError as e:
+            raise DomainError("(file)", f"YAML syntax error: {str(e).splitlines()[0]}") from None
+        finally:
+            loader.dispose()
+    _check_top(data)
     return data
 
 
-def _check_finite(node, path):
+def _yaml_error(e) -> tuple:
+    """(location, message) of a YAML error; the context names where the construct began."""
+    mark = e.problem_mark or e.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(file)"
+    problem = (e.problem or e.context or "invalid YAML").strip()
+    cm = e.context_mark
+    if e.problem and e.context and cm is not None and mark is not None and cm.line != mark.line:
+        problem += f" ({e.context.strip()} at line {cm.line + 1}, column {cm.column + 1})"
+    return where, f"YAML syntax error: {problem}"
+
+
+def _only_comments(text: str) -> bool:
+    return all(not line.strip() or line.lstrip().startswith("#") or line.strip() in ("---", "...")
+               for line in text.splitlines())
+
+
+def _check_top(data) -> None:
+    if data is None:
+        raise DomainError("(top level)", "the file is empty (expected a mapping with domain, world, prior and actions)")
+    if not isinstance(data, dict):
+        raise DomainError("(top level)",
+                          f"expected a mapping with domain, world, prior and actions, got {_type_name(data)}")
+    _check_scalars(data, [])
+
+
+def _yaml_word(x) -> str:
+    if x is None:
+        return "null"
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    return repr(x)
+
+
+def _bad_key(k) -> str:
+    if k is None:
+        return "key null is not a name: quote it"
+    if isinstance(k, bool):
+        return f"key {_yaml_word(k)} is a boolean, not a name: quote it"
+    if isinstance(k, (int, float)):
+        return f"key {k} is a number, not a name ({_NAME_RULE})"
+    return f"key {k!r} is not a name"
+
+
+def _check_scalars(node, path) -> None:
+    """Keys are strings; numbers are finite and fit a float."""
     if isinstance(node, dict):
         for k, v in node.items():
             if not isinstance(k, str):
-                raise DomainError(path, f"key {k!r} is not a string")
-            _check_finite(v, path + [k])
+                raise DomainError(path, _bad_key(k))
+            _check_scalars(v, path + [k])
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            _check_finite(v, path + [i])
+            _check_scalars(v, path + [i])
     elif isinstance(node, float) and not math.isfinite(node):
-        raise DomainError(path, f"non-finite number {node}")
+        raise DomainError(path, f"must be a finite number, got {node}")
+    elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > sys.float_info.max:
+        raise DomainError(path, "number too large (more than 1.8e308)")
 
 
 # --------------------------------------------------------------------------
@@ -170,7 +298,11 @@ def _check_finite(node, path):
 
 
 def domain_schema() -> dict:
-    """The JSON Schema of the domain-file format, as shipped with the package."""
+    """The JSON Schema (draft 2020-12) of the domain-file format, as shipped with the package.
+
+    >>> domain_schema()["required"]
+    ['domain', 'world', 'prior', 'actions']
+    """
     return json.loads(resources.files("planner").joinpath("schema/domain.schema.json").read_text())
 
 
@@ -206,6 +338,40 @@ _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string", "
                "integer": "an integer", "boolean": "a boolean", "null": "null"}
 
 
+def _closest(name: str, choices) -> str | None:
+    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def _hint(name: str, choices, label: str) -> str:
+    """' (did you mean 'x'?)', or ' (<label>: a, b)' when there are few choices."""
+    choices = list(choices)
+    close = _closest(name, choices)
+    if close:
+        return f" (did you mean '{close}'?)"
+    if not choices:
+        return f" ({label}: none)"
+    if len(choices) <= 12:
+        return f" ({label}: {', '.join(choices)})"
+    return ""
+
+
+def _name_ok(name) -> bool:
+    return isinstance(name, str) and _NAME_RE.fullmatch(name) is not None
+
+
+def _bad_name(name) -> str:
+    if name is None or isinstance(name, bool):
+        return f"expected a name, got {_yaml_word(name)}: quote it"
+    if isinstance(name, (int, float)):
+        return f"expected a name, got the number {name} ({_NAME_RULE})"
+    if not isinstance(name, str):
+        return f"expected a name, got {_type_name(name)}"
+    if name == "":
+        return f"empty name ({_NAME_RULE})"
+    return f"invalid name {name!r} ({_NAME_RULE})"
+
+
 def _schema_message(err) -> tuple[list, str]:
     """Turn one jsonschema error into (path, one-line message)."""
     path = list(err.absolute_path)
@@ -215,28 +381,36 @@ def _schema_message(err) -> tuple[list, str]:
         missing = [r for r in err.validator_value if r not in inst]
         return path, f"missing field '{missing[0]}'"
     if v == "additionalProperties":
-        known = set(err.schema.get("properties", {}))
+        known = list(err.schema.get("properties", {}))
         extra = [k for k in inst if k not in known]
-        return path, f"unknown field '{extra[0]}'"
+        return path, f"unknown field {_quote(extra[0])}" + _hint(extra[0], known, "fields")
+    if v == "type" and "pattern" in err.schema:  # a name
+        return path, _bad_name(inst)
     if v == "type":
         types = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
         want = " or ".join(_TYPE_WORDS.get(t, t) for t in types)
-        return path, f"expected {want}, got {_type_name(inst)}"
+        got = f"the string {inst!r}" if isinstance(inst, str) else _type_name(inst)
+        return path, f"expected {want}, got {got}"
     if v == "minimum":
         return path, f"must be >= {err.validator_value}, got {inst}"
     if v == "maximum":
         return path, f"must be <= {err.validator_value}, got {inst}"
-    if v in ("minItems", "minProperties"):
-        return path, "must not be empty"
-    if v == "minLength":
+    if v in ("minItems", "minProperties", "minLength"):
         return path, "must not be empty"
     if v == "enum":
         return path, f"must be one of {', '.join(map(str, err.validator_value))}, got {inst!r}"
     if v == "pattern":
-        return path, f"invalid name {inst!r} (letters, digits, '_' and '-', not starting with a digit)"
-    if v == "propertyNames":
-        return path, f"invalid name {err.instance!r}"
-    if v == "oneOf":
+        # For a key (propertyNames) the path is the mapping that holds it.
+        return path, _bad_name(inst)
+    if v == "oneOf":  # depends_on: a name or a list of names
+        if isinstance(inst, str):
+            return path, _bad_name(inst)
+        if isinstance(inst, list):
+            if not inst:
+                return path, "must not be empty"
+            for i, item in enumerate(inst):
+                if not _name_ok(item):
+                    return path + [i], _bad_name(item)
         return path, f"expected a name or a list of names, got {_type_name(inst)}"
     return path, err.message.splitlines()[0]
 
@@ -251,21 +425,8 @@ def _check_schema(data: dict) -> None:
         return
     # Deterministic choice: the error at the shallowest, then lexically first path.
     errors.sort(key=lambda e: (len(e.absolute_path), _path_key(e), e.validator))
-    err = errors[0]
-    if err.validator == "propertyNames":
-        # Point at the offending key, not at its parent.
-        bad = [k for k in err.instance if not _name_ok(k)]
-        if bad:
-            raise DomainError(list(err.absolute_path) + [bad[0]],
-                              f"invalid name {bad[0]!r} (letters, digits, '_' and '-', not starting with a digit)")
-    path, msg = _schema_message(err)
+    path, msg = _schema_message(errors[0])
     raise DomainError(path, msg)
-
-
-def _name_ok(name) -> bool:
-    import re
-
-    return isinstance(name, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", name) is not None
 
 
 # --------------------------------------------------------------------------
@@ -276,7 +437,8 @@ def _fmt(x: float) -> str:
     return f"{x:.12g}"
 
 
-def _check_sum(total: float, path) -> None:
+def _check_sum(probs, path) -> None:
+    total = math.fsum(float(p) for p in probs)
     if abs(total - 1.0) > SUM_TOLERANCE:
         raise DomainError(path, f"sums to {_fmt(total)}, not 1")
 
@@ -290,18 +452,26 @@ class _Names:
         self.obs_failure: dict[str, float] = {}
 
 
-def _check_reserved(name: str, path) -> None:
+def _check_reserved(name: str, path, what: str) -> None:
     if name in RESERVED_NAMES:
-        raise DomainError(path, f"'{name}' is a reserved word and cannot be a name")
+        raise DomainError(path, f"'{name}' is reserved and cannot name {what} (reserved: {', '.join(RESERVED_NAMES)})")
+
+
+def _unknown_value(v, p, names: _Names) -> str:
+    return f"unknown value '{v}' of {p} (values: {', '.join(names.props[p])})"
+
+
+def _unknown_prop(p, names: _Names) -> str:
+    return f"unknown proposition '{p}'" + _hint(p, names.props, "propositions")
 
 
 def _assignment(raw: dict, names: _Names, path) -> tuple:
     """Validate a {proposition: value} mapping; return pairs."""
     for p, v in raw.items():
         if p not in names.props:
-            raise DomainError(path + [p], f"unknown proposition '{p}'")
+            raise DomainError(path + [p], _unknown_prop(p, names))
         if v not in names.props[p]:
-            raise DomainError(path + [p], f"unknown value '{v}' of {p} (values: {', '.join(names.props[p])})")
+            raise DomainError(path + [p], _unknown_value(v, p, names))
     return tuple(raw.items())
 
 
@@ -322,7 +492,8 @@ def _describe_state(state: dict) -> str:
 def _check_cases_cover(cases, names: _Names, path) -> None:
     for state in _all_states(names):
         if not any(_matches(c.when, state) for c in cases):
-            raise DomainError(path, f"no case matches state {_describe_state(state)}")
+            raise DomainError(path, f"no case matches state {_describe_state(state)} "
+                                    "(add a last case without 'when' as a default)")
 
 
 def _fact_expr(raw: dict, names: _Names, path):
@@ -333,18 +504,19 @@ def _fact_expr(raw: dict, names: _Names, path):
             terms.append(AllOf(sub) if key == "all" else AnyOf(sub))
         elif key in names.props:
             if val not in names.props[key]:
-                raise DomainError(path + [key],
-                                  f"unknown value '{val}' of {key} (values: {', '.join(names.props[key])})")
+                raise DomainError(path + [key], _unknown_value(val, key, names))
             terms.append(Established(key, val))
         elif key in names.obs_outcomes:
             outs = names.obs_outcomes[key]
-            can = val in outs or (val == UNAVAILABLE and names.obs_failure[key] > 0)
-            if not can:
-                raise DomainError(path + [key],
-                                  f"{key} cannot return '{val}' (outcomes: {', '.join(outs)})")
+            if val == UNAVAILABLE and names.obs_failure[key] <= 0:
+                raise DomainError(path + [key], f"{key} cannot return '{UNAVAILABLE}': its failure_rate is 0")
+            if val not in outs and val != UNAVAILABLE:
+                raise DomainError(path + [key], f"{key} cannot return '{val}' (outcomes: {', '.join(outs)})")
             terms.append(Returned(key, val))
         else:
-            raise DomainError(path + [key], f"unknown proposition or observation '{key}'")
+            known = list(names.props) + list(names.obs_outcomes)
+            raise DomainError(path + [key], f"unknown proposition or observation '{key}'"
+                                            + _hint(key, known, "declared"))
     return terms[0] if len(terms) == 1 else AllOf(terms)
 
 
@@ -364,18 +536,18 @@ def _loss(raw, names: _Names, path) -> Loss:
     tables = []
     for p, table in raw.items():
         if p not in names.props:
-            raise DomainError(path + [p], f"unknown proposition '{p}'")
+            raise DomainError(path + [p], _unknown_prop(p, names))
         for v in table:
             if v not in names.props[p]:
-                raise DomainError(path + [p, v], f"unknown value '{v}' of {p} (values: {', '.join(names.props[p])})")
+                raise DomainError(path + [p, v], _unknown_value(v, p, names))
         for v in names.props[p]:
             if v not in table:
-                raise DomainError(path + [p], f"missing value '{v}'")
+                raise DomainError(path + [p], f"missing value '{v}' (a loss table gives every value of {p})")
         tables.append((p, tuple((v, float(table[v])) for v in names.props[p])))
     return Loss(tables=tuple(tables))
 
 
-def _distribution(raw: dict, outcomes: list | None, path, declared: bool) -> tuple:
+def _distribution(raw: dict, outcomes: list, path, declared: bool) -> tuple:
     """Check one outcome distribution; extend `outcomes` when they are inferred."""
     for y in raw:
         if y == UNAVAILABLE:
@@ -383,8 +555,9 @@ def _distribution(raw: dict, outcomes: list | None, path, declared: bool) -> tup
         if y not in outcomes:
             if declared:
                 raise DomainError(path + [y], f"unknown outcome '{y}' (outcomes: {', '.join(outcomes)})")
+            _check_reserved(y, path + [y], "an outcome")
             outcomes.append(y)
-    _check_sum(sum(float(p) for p in raw.values()), path)
+    _check_sum(raw.values(), path)
     return tuple((y, float(p)) for y, p in raw.items())
 
 
@@ -398,15 +571,16 @@ def _likelihood(raw: dict, obs: dict, names: _Names, path):
         for i, y in enumerate(outcomes):
             if y == UNAVAILABLE:
                 raise DomainError(opath + ["outcomes", i], f"'{UNAVAILABLE}' is reserved: set failure_rate instead")
+            _check_reserved(y, opath + ["outcomes", i], "an outcome")
             if y in seen:
                 raise DomainError(opath + ["outcomes", i], f"duplicate outcome '{y}'")
             seen.add(y)
-    dep = obs.get("depends_on")
-    dep = [dep] if isinstance(dep, str) else list(dep or [])
+    raw_dep = obs.get("depends_on")
+    dep = [raw_dep] if isinstance(raw_dep, str) else list(raw_dep or [])
     for i, p in enumerate(dep):
         if p not in names.props:
-            raise DomainError(opath + ["depends_on"] + ([i] if isinstance(obs.get("depends_on"), list) else []),
-                              f"unknown proposition '{p}'")
+            raise DomainError(opath + ["depends_on"] + ([i] if isinstance(raw_dep, list) else []),
+                              _unknown_prop(p, names))
     if "cases" in raw:
         if len(raw) > 1:
             other = next(k for k in raw if k != "cases")
@@ -424,7 +598,8 @@ def _likelihood(raw: dict, obs: dict, names: _Names, path):
         return Likelihood(depends_on=tuple(mentioned), cases=tuple(cases)), outcomes
     kinds = {isinstance(v, dict) for v in raw.values()}
     if kinds == {True, False}:
-        raise DomainError(path, "mixes outcome probabilities with per-value tables")
+        raise DomainError(path, "mixes outcome probabilities with per-value tables "
+                                "(give {outcome: p}, {value: {outcome: p}} or cases)")
     if kinds == {False}:  # constant across worlds
         if dep:
             raise DomainError(path, f"depends_on {', '.join(dep)} but the likelihood is the same in every world")
@@ -432,16 +607,14 @@ def _likelihood(raw: dict, obs: dict, names: _Names, path):
         return Likelihood(depends_on=(), cases=(Case(when=(), value=dist),)), outcomes
     # keyed by the values of one proposition
     if len(dep) > 1:
-        raise DomainError(path, "depends on several propositions: use cases")
+        raise DomainError(path, f"depends_on {', '.join(dep)}: a likelihood on several propositions uses cases")
     prop = dep[0] if dep else obs.get("bears_on")
     if prop is None:
-        raise DomainError(path, "keyed by values, but neither depends_on nor bears_on names a proposition")
-    if prop not in names.props:
-        return None, outcomes  # bears_on is reported by the caller
+        raise DomainError(path, "keyed by proposition values, but neither depends_on nor bears_on names the proposition")
     values = names.props[prop]
     for v in raw:
         if v not in values:
-            raise DomainError(path + [v], f"unknown value '{v}' of {prop} (values: {', '.join(values)})")
+            raise DomainError(path + [v], _unknown_value(v, prop, names))
     for v in values:
         if v not in raw:
             raise DomainError(path, f"missing value '{v}' of {prop}")
@@ -456,38 +629,95 @@ def _parse_time(text: str, path) -> _dt.datetime:
     try:
         t = _dt.datetime.fromisoformat(str(text).replace("Z", "+00:00"))
     except ValueError:
-        raise DomainError(path, f"not an ISO 8601 time: {text!r}") from None
+        raise DomainError(path, f"not an ISO 8601 time: {text!r} (for example 2026-01-05T09:30:00Z)") from None
     if t.tzinfo is None:
         t = t.replace(tzinfo=_dt.timezone.utc)
     return t
 
 
+def _precondition_cycle(observations) -> list | None:
+    """The first cycle of "requires an outcome of" among observations, closed, or None.
+
+    Depth-first from each observation in file order; the cycle is rotated to
+    start at the observation declared first, so the message is stable.
+    """
+    order = {o.name: i for i, o in enumerate(observations)}
+    edges = {}
+    for o in observations:
+        atoms = expr_atoms(o.requires) if o.requires is not None else ()
+        edges[o.name] = list(dict.fromkeys(a.observation for a in atoms if isinstance(a, Returned)))
+    state = {}  # 1: on the current path, 2: done
+    for start in order:
+        if start in state:
+            continue
+        path, stack = [start], [iter(edges[start])]
+        state[start] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                cyc = path[path.index(nxt):]
+                k = min(range(len(cyc)), key=lambda i: order[cyc[i]])
+                cyc = cyc[k:] + cyc[:k]
+                return cyc + [cyc[0]]
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(edges[nxt]))
+    return None
+
+
 def content_hash(data: dict) -> str:
-    """sha256 of the canonical JSON of a parsed domain file (format-independent)."""
+    """sha256 of the canonical JSON of a parsed domain file (format-independent).
+
+    >>> content_hash({"b": 1, "a": [0.5]}) == content_hash({"a": [0.5], "b": 1})
+    True
+    """
     canon = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return "sha256:" + hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
 def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
-    """Validate parsed domain data and build a :class:`Domain` (see module doc)."""
-    if not isinstance(data, dict):
-        raise DomainError("(top level)", f"expected a mapping, got {_type_name(data)}")
-    _check_finite(data, [])
+    """Validate parsed domain data and build a :class:`Domain` (see module doc).
+
+    Raises :class:`~planner.errors.DomainError` naming the path of the first problem.
+
+    Examples
+    --------
+    >>> d = domain_from_dict({
+    ...     "domain": "tiny",
+    ...     "world": {"x": {"values": ["a", "b"]}},
+    ...     "prior": {"x": {"a": 0.5, "b": 0.45}},
+    ...     "actions": {"go": {"loss": 1}},
+    ... })
+    Traceback (most recent call last):
+    ...
+    planner.errors.DomainError: prior.x: sums to 0.95, not 1
+    """
+    _check_top(data)
     _check_schema(data)
     names = _Names()
 
     # world
     props = []
     for pname, spec in data["world"].items():
-        _check_reserved(pname, ["world", pname])
+        _check_reserved(pname, ["world", pname], "a proposition")
         values = spec["values"]
         seen = set()
         for i, v in enumerate(values):
+            _check_reserved(v, ["world", pname, "values", i], "a value")
             if v in seen:
                 raise DomainError(["world", pname, "values", i], f"duplicate value '{v}'")
             seen.add(v)
         names.props[pname] = tuple(values)
         props.append(Proposition(name=pname, values=values, max_age_minutes=_opt_float(spec.get("max_age_minutes"))))
+
+    # joint-state cap before anything enumerates states
+    n_states = math.prod(len(v) for v in names.props.values())
+    if n_states > MAX_JOINT_STATES:
+        raise DomainError(["world"], f"{n_states} joint states exceed the cap of {MAX_JOINT_STATES}")
 
     # prior
     raw_prior = data["prior"]
@@ -506,42 +736,38 @@ def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
                 raise DomainError(["prior", "joint", i, "state"], f"duplicate state (first at joint[{seen_states[key]}])")
             seen_states[key] = i
             rows.append(Case(when=state, value=float(row["p"])))
-        _check_sum(sum(r.value for r in rows), ["prior", "joint"])
+        _check_sum([r.value for r in rows], ["prior", "joint"])
         prior = Prior(joint=tuple(rows))
     else:
         marg = []
         for p, dist in raw_prior.items():
             if p not in names.props:
-                raise DomainError(["prior", p], f"unknown proposition '{p}'")
+                raise DomainError(["prior", p], _unknown_prop(p, names))
             for v in dist:
                 if v not in names.props[p]:
-                    raise DomainError(["prior", p, v], f"unknown value '{v}' of {p} (values: {', '.join(names.props[p])})")
+                    raise DomainError(["prior", p, v], _unknown_value(v, p, names))
             for v in names.props[p]:
                 if v not in dist:
-                    raise DomainError(["prior", p], f"missing value '{v}'")
-            _check_sum(sum(float(x) for x in dist.values()), ["prior", p])
+                    raise DomainError(["prior", p], f"missing value '{v}' (give every value, 0 if impossible)")
+            _check_sum(dist.values(), ["prior", p])
             marg.append((p, tuple((v, float(dist[v])) for v in names.props[p])))
         for p in names.props:
             if p not in raw_prior:
-                raise DomainError(["prior"], f"missing proposition '{p}'")
+                raise DomainError(["prior"], f"missing proposition '{p}' (or give a joint table)")
         prior = Prior(marginals=tuple(marg))
 
-    # joint-state cap before anything enumerates states
-    n_states = math.prod(len(v) for v in names.props.values())
-    if n_states > MAX_JOINT_STATES:
-        raise DomainError(["world"], f"{n_states} joint states exceed the cap of {MAX_JOINT_STATES}")
-
-    # observation names and outcomes first: requirements may reference them
-    raw_obs = data.get("observations", {}) or {}
+    # observation names first: requirements may reference them
+    raw_obs = data.get("observations") or {}
     for oname, spec in raw_obs.items():
-        _check_reserved(oname, ["observations", oname])
+        _check_reserved(oname, ["observations", oname], "an observation")
         if oname in names.props:
-            raise DomainError(["observations", oname], "name also used by a proposition")
+            raise DomainError(["observations", oname], f"'{oname}' already names a proposition")
         names.obs_failure[oname] = float(spec.get("failure_rate", 0.0))
+
     # budget
-    raw_budget = data.get("budget", {}) or {}
-    limits = raw_budget.get("limits", {}) or {}
-    weights = raw_budget.get("weights", {}) or {}
+    raw_budget = data.get("budget") or {}
+    limits = raw_budget.get("limits") or {}
+    weights = raw_budget.get("weights") or {}
     dims = list(limits) + [d for d in weights if d not in limits]
     budget = Budget(dimensions=dims, limits=tuple((k, float(v)) for k, v in limits.items()),
                     weights=tuple((k, float(v)) for k, v in weights.items()))
@@ -550,9 +776,11 @@ def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
     parsed = {}
     for oname, spec in raw_obs.items():
         path = ["observations", oname]
-        bears_on = spec.get("bears_on")
+        role, bears_on = spec["role"], spec.get("bears_on")
         if bears_on is not None and bears_on not in names.props:
-            raise DomainError(path + ["bears_on"], f"unknown proposition '{bears_on}'")
+            raise DomainError(path + ["bears_on"], _unknown_prop(bears_on, names))
+        if role in ("establish", "supersede") and bears_on is None:
+            raise DomainError(path, f"missing field 'bears_on' (required for role {role})")
         lik, outcomes = _likelihood(spec["likelihood"], spec, names, path + ["likelihood"])
         names.obs_outcomes[oname] = tuple(outcomes)
         parsed[oname] = (lik, outcomes)
@@ -562,28 +790,27 @@ def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
         role = spec["role"]
         bears_on = spec.get("bears_on")
         lik, outcomes = parsed[oname]
-        if role in ("establish", "supersede") and bears_on is None:
-            raise DomainError(path, f"missing field 'bears_on' (required for role {role})")
         establishes = ()
         if "establishes" in spec:
             if role not in ("establish", "supersede"):
-                raise DomainError(path + ["establishes"], f"only establish and supersede observations establish facts, not {role}")
+                raise DomainError(path + ["establishes"],
+                                  f"only establish and supersede observations establish facts, not {role}")
             for y, v in spec["establishes"].items():
                 if y not in outcomes:
                     raise DomainError(path + ["establishes", y], f"unknown outcome '{y}' (outcomes: {', '.join(outcomes)})")
                 if v not in names.props[bears_on]:
-                    raise DomainError(path + ["establishes", y],
-                                      f"unknown value '{v}' of {bears_on} (values: {', '.join(names.props[bears_on])})")
+                    raise DomainError(path + ["establishes", y], _unknown_value(v, bears_on, names))
             establishes = tuple(spec["establishes"].items())
         elif role in ("establish", "supersede"):
             establishes = tuple((y, y) for y in outcomes if y in names.props[bears_on])
             if not establishes:
-                raise DomainError(path, f"no outcome names a value of {bears_on}: add an establishes map")
-        cost = spec.get("cost", {}) or {}
+                raise DomainError(path, f"no outcome names a value of {bears_on} "
+                                        f"(values: {', '.join(names.props[bears_on])}): add an establishes map")
+        cost = spec.get("cost") or {}
         for d in cost:
             if d not in dims:
-                declared = ", ".join(dims) if dims else "none"
-                raise DomainError(path + ["cost", d], f"unknown budget dimension '{d}' (declared: {declared})")
+                raise DomainError(path + ["cost", d], f"unknown budget dimension '{d}'"
+                                  + _hint(d, dims, "declared in budget"))
         if "age_minutes" in spec and "as_of" in spec:
             raise DomainError(path + ["as_of"], "give age_minutes or as_of, not both")
         as_of = _parse_time(spec["as_of"], path + ["as_of"]) if "as_of" in spec else None
@@ -605,7 +832,8 @@ def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
         if o.lineage is None:
             continue
         if o.lineage in names.props:
-            raise DomainError(["observations", o.name, "lineage"], f"lineage group '{o.lineage}' is also a proposition's name")
+            raise DomainError(["observations", o.name, "lineage"],
+                              f"lineage group '{o.lineage}' is also a proposition's name")
         first = groups.setdefault(o.lineage, o)
         if first is not o:
             if tuple(o.outcomes) != tuple(first.outcomes):
@@ -622,11 +850,12 @@ def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
                                      f"{'s' if len(latent_sizes) != 1 else ''}) exceed the cap of {MAX_JOINT_STATES}")
 
     # preconditions must not be cyclic
-    from planner.graph import find_precondition_cycle
-
-    cycle = find_precondition_cycle(observations)
+    cycle = _precondition_cycle(observations)
     if cycle:
-        raise DomainError(["observations", cycle[0], "requires"], "cyclic preconditions: " + " -> ".join(cycle))
+        text = " -> ".join(cycle)
+        if len(cycle) == 2:
+            text += f" ({cycle[0]} requires its own outcome)"
+        raise DomainError(["observations", cycle[0], "requires"], "cyclic preconditions: " + text)
 
     # actions
     actions = []
@@ -635,8 +864,14 @@ def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
         loss = _loss(spec["loss"], names, path + ["loss"])
         requires = _fact_expr(spec["requires"], names, path + ["requires"]) if "requires" in spec else None
         actions.append(Action(name=aname, loss=loss, requires=requires, kind=spec.get("kind", "decide")))
+    # The fallback: with no evidence at all some action must still be permitted,
+    # or a session could end with nothing it may do.
+    if all(a.requires is not None for a in actions):
+        raise DomainError(["actions"], "every action has requires: at least one must have none "
+                                       "(the fallback when no evidence can be had)")
 
-    checks = tuple(Check(name=str(c.get("name", f"check{i + 1}")), spec=c) for i, c in enumerate(data.get("checks", []) or []))
+    checks = tuple(Check(name=str(c.get("name", f"check{i + 1}")), spec=c)
+                   for i, c in enumerate(data.get("checks", []) or []))
     return Domain(
         name=data["domain"], description=data.get("description", ""), purpose=data.get("purpose"),
         propositions=props, prior=prior, actions=actions, budget=budget, observations=observations,
@@ -666,6 +901,10 @@ def load_domain(path) -> Domain:
     planner.errors.DomainError
         One line naming the path in the file and what is wrong.
 
+    See Also
+    --------
+    read_domain_file, domain_from_dict
+
     Examples
     --------
     >>> import planner, pathlib
@@ -675,6 +914,3 @@ def load_domain(path) -> Domain:
     """
     data = read_domain_file(path)
     return domain_from_dict(data, source=str(path))
-
-
-__all__ += ["parse_domain_text", "content_hash", "format_path"]

@@ -263,7 +263,7 @@ class Check:
     """
 
     name: str
-    spec: object
+    spec: object = attrs.field(hash=False)  # a plain mapping: compared, not hashed
 
 
 @attrs.frozen(kw_only=True)

@@ -51,8 +51,9 @@ class Candidate:
             out["reasons"] = list(self.reasons)
         if self.value is not None:
             out["value"] = self.value
-            out["penalty"] = self.penalty
             out["net"] = self.net
+        if self.penalty is not None:
+            out["penalty"] = self.penalty
         out.update(self.extra)
         return out
 

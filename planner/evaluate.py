@@ -1,0 +1,318 @@
+"""Exact policy evaluation: expected total loss by enumerating outcomes, no sampling.
+
+A policy's expected total loss on a domain is
+
+    J(n) = R(n)                                   if the policy stops at node n,
+    J(n) = C_w(c(o)) + sum_y P(y | n, o) J(n + (o, y))   if it acquires o,
+
+from the root node (prior, nothing seen, nothing spent), where R(n) is the
+Bayes risk of the action the session would take at n (its expected decision
+loss under the exact posterior). :func:`evaluate_policy` computes J and its
+parts by following the policy's own choices through every outcome of positive
+probability. Nodes are memoised on the set of (observation, outcome) pairs
+seen, which determines belief, facts and budget (DESIGN.md, "Node identity"),
+so the work is one ``policy.decide`` per distinct node the policy can reach.
+
+Stops are built by the session's own stop logic, so the stop reasons are the
+ones a live session would record.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from lookahead.core import posterior
+from planner.errors import PlannerError, SessionError
+from planner.node import make_node
+from planner.policies import parse_policy
+
+__all__ = ["PolicyEvaluation", "evaluate_policy", "format_evaluations", "register_cli", "MAX_EVAL_NODES"]
+
+#: Distinct nodes an exact evaluation may visit before it gives up.
+MAX_EVAL_NODES = 200_000
+
+#: Outcomes with P(y | n, o) at or below this are not branched on (they have
+#: probability 0 under the belief; the kernels' posterior is undefined there).
+_ZERO = 0.0
+
+
+def _pairs(d: dict) -> tuple:
+    return tuple(sorted(d.items(), key=lambda kv: (str(type(kv[0])), kv[0])))
+
+
+@attrs.frozen(kw_only=True)
+class PolicyEvaluation:
+    """The exact value of one policy on one domain.
+
+    Attributes
+    ----------
+    domain, policy : str
+        Domain name and policy spec.
+    expected_total_loss : float
+        E[decision loss + penalties] = `expected_decision_loss` + `expected_penalty`.
+    expected_decision_loss : float
+        E[R at the stop]: the stopping action's expected loss under the exact posterior.
+    expected_penalty : float
+        E[sum of C_w(c(o)) over the acquisitions].
+    stop_reasons : tuple of (str, float)
+        P(stop reason), sorted by reason.
+    actions : tuple of (str, float)
+        P(final action), sorted by action.
+    calls : tuple of (float, float)
+        P(calls spent), by amount: the ``calls`` budget dimension when the
+        domain declares one, else the number of acquisitions.
+    acquisitions : tuple of (int, float)
+        P(number of observations acquired).
+    expected_spent : tuple of (str, float)
+        E[spent] per budget dimension, in declaration order.
+    first : str or None
+        The policy's choice at the root (None: it stops at once).
+    n_leaves : int
+        Outcome sequences of positive probability that end in a stop (leaves
+        of the policy tree).
+    n_nodes : int
+        Distinct decision nodes visited (the tree's nodes, shared as a DAG).
+    """
+
+    domain: str
+    policy: str
+    expected_total_loss: float
+    expected_decision_loss: float
+    expected_penalty: float
+    stop_reasons: tuple
+    actions: tuple
+    calls: tuple
+    acquisitions: tuple
+    expected_spent: tuple
+    first: str | None
+    n_leaves: int
+    n_nodes: int
+
+    def to_json(self) -> dict:
+        """A JSON-ready dict (distributions as objects, keys as strings)."""
+        return {
+            "domain": self.domain,
+            "policy": self.policy,
+            "expected_total_loss": self.expected_total_loss,
+            "expected_decision_loss": self.expected_decision_loss,
+            "expected_penalty": self.expected_penalty,
+            "stop_reasons": {k: v for k, v in self.stop_reasons},
+            "actions": {k: v for k, v in self.actions},
+            "calls": {f"{k:g}": v for k, v in self.calls},
+            "acquisitions": {str(k): v for k, v in self.acquisitions},
+            "expected_spent": {k: v for k, v in self.expected_spent},
+            "first": self.first,
+            "n_leaves": self.n_leaves,
+            "n_nodes": self.n_nodes,
+        }
+
+
+class _Sub:
+    """Expectations below one node (conditional on reaching it)."""
+
+    __slots__ = ("decision", "penalty", "reasons", "actions", "calls", "acq", "spent", "leaves")
+
+    def __init__(self, D):
+        self.decision = 0.0
+        self.penalty = 0.0
+        self.reasons: dict = {}
+        self.actions: dict = {}
+        self.calls: dict = {}
+        self.acq: dict = {}
+        self.spent = np.zeros(D)
+        self.leaves = 0
+
+    def add(self, other, w: float):
+        self.decision += w * other.decision
+        self.penalty += w * other.penalty
+        for mine, theirs in ((self.reasons, other.reasons), (self.actions, other.actions),
+                             (self.calls, other.calls), (self.acq, other.acq)):
+            for k, p in theirs.items():
+                mine[k] = mine.get(k, 0.0) + w * p
+        self.spent += w * other.spent
+        self.leaves += other.leaves
+
+
+def evaluate_policy(domain, policy, *, entitlements=(), purpose=None, decision_time=None, limits=None,
+                    max_nodes: int = MAX_EVAL_NODES) -> PolicyEvaluation:
+    """Exact expected total loss of `policy` on `domain` (see the module docstring).
+
+    Parameters
+    ----------
+    domain : Domain or CompiledDomain
+    policy : Policy or str
+        A policy object or spec (``"one-step"``, ``"dependency"``, ...).
+    entitlements, purpose, decision_time, limits
+        As for :class:`planner.Session` (the subject and the budget).
+    max_nodes : int
+        Cap on distinct nodes visited; past it a :class:`~planner.errors.PlannerError`.
+
+    Returns
+    -------
+    PolicyEvaluation
+
+    Raises
+    ------
+    planner.errors.SessionError
+        If the policy chooses an observation that is not eligible at a node.
+
+    Examples
+    --------
+    >>> import planner
+    >>> d = planner.load_domain(planner.DOMAINS / "payment_release.yaml")
+    >>> ev = evaluate_policy(d, "one-step")
+    >>> round(ev.expected_total_loss, 4), ev.first, ev.n_leaves
+    (1.1925, 'approval_registry', 2)
+    >>> round(evaluate_policy(d, "none").expected_total_loss, 3)
+    4.85
+    """
+    from planner.session import Session
+
+    session = Session(domain, policy, entitlements=entitlements, purpose=purpose, decision_time=decision_time,
+                      limits=limits)
+    c = session.compiled
+    admission = session.admission
+    pol = session.policy
+    D = len(c.dims)
+    calls_dim = c.dims.index("calls") if "calls" in c.dims else None
+    memo: dict = {}
+    root_choice: list = []
+
+    def visit(node):
+        key = node.outcome_of.tobytes()
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        if len(memo) >= max_nodes:
+            raise PlannerError(f"exact evaluation of {pol.spec} on {c.domain.name} visits more than "
+                               f"{max_nodes} nodes")
+        decision = pol.decide(node)
+        if not memo and not root_choice:
+            root_choice.append(decision.observe)
+        sub = _Sub(D)
+        if decision.observe is None:
+            stop = session._make_stop(node, decision)  # the session's own stop reasons
+            sub.decision = stop.expected_loss
+            sub.reasons = {stop.reason: 1.0}
+            sub.actions = {stop.action: 1.0}
+            amount = float(node.spent[calls_dim]) if calls_dim is not None else int((node.outcome_of >= 0).sum())
+            sub.calls = {amount: 1.0}
+            sub.acq = {int((node.outcome_of >= 0).sum()): 1.0}
+            sub.spent = np.array(node.spent, dtype=np.float64)
+            sub.leaves = 1
+        else:
+            o = decision.observe
+            if not node.eligible[o]:
+                raise SessionError(f"policy {pol.spec} chose {c.obs_names[o]}, which is not eligible: "
+                                   f"{(node.reasons[o] or ('already taken',))[0]}")
+            sub.penalty = float(c.penalty[o])
+            spent = node.spent + c.cost[o]
+            for y in range(int(c.n_outcomes[o])):
+                post = np.empty_like(node.belief)
+                z = posterior(node.belief, c.lik[o, y], post)
+                if z <= _ZERO:
+                    continue
+                outcome_of = node.outcome_of.copy()
+                outcome_of[o] = y
+                sub.add(visit(make_node(c, admission, outcome_of, post, spent.copy())), float(z))
+        memo[key] = sub
+        return sub
+
+    O = len(c.obs_names)
+    root = make_node(c, admission, np.full(O, -1, dtype=np.int64), np.array(c.prior, dtype=np.float64),
+                     np.zeros(D))
+    res = visit(root)
+    first = None if root_choice[0] is None else c.obs_names[root_choice[0]]
+    return PolicyEvaluation(
+        domain=c.domain.name, policy=pol.spec,
+        expected_total_loss=res.decision + res.penalty, expected_decision_loss=res.decision,
+        expected_penalty=res.penalty, stop_reasons=_pairs(res.reasons), actions=_pairs(res.actions),
+        calls=_pairs(res.calls), acquisitions=_pairs(res.acq),
+        expected_spent=tuple((d, float(res.spent[i])) for i, d in enumerate(c.dims)),
+        first=first, n_leaves=res.leaves, n_nodes=len(memo),
+    )
+
+
+def _num(x: float) -> str:
+    return f"{0.0 if abs(x) < 5e-13 else x:.3f}"
+
+
+def _dist(pairs, fmt=str) -> str:
+    return ", ".join(f"{fmt(k)} {p:.3f}" for k, p in pairs if p > 0)
+
+
+def format_evaluations(evals) -> str:
+    """A comparison table of :class:`PolicyEvaluation` results, then each one's distributions.
+
+    >>> import planner
+    >>> d = planner.load_domain(planner.DOMAINS / "identity_registry.yaml")
+    >>> print(format_evaluations([evaluate_policy(d, "one-step")]))  # doctest: +NORMALIZE_WHITESPACE
+    domain identity_registry
+    policy    total loss  decision loss  penalty  leaves  first
+    one-step       4.850          4.850    0.000       1  (stop)
+      one-step: stop reasons no_positive_value 1.000; actions hold 1.000; calls spent 0 1.000
+    """
+    evals = list(evals)
+    if not evals:
+        return ""
+    header = ("policy", "total loss", "decision loss", "penalty", "leaves", "first")
+    rows = [(e.policy, _num(e.expected_total_loss), _num(e.expected_decision_loss), _num(e.expected_penalty),
+             str(e.n_leaves), e.first or "(stop)") for e in evals]
+    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
+
+    def line(r):
+        cells = [r[0].ljust(widths[0])] + [r[i].rjust(widths[i]) for i in range(1, 5)] + [r[5]]
+        return "  ".join(cells).rstrip()
+
+    out = [f"domain {evals[0].domain}", line(header)] + [line(r) for r in rows]
+    for e in evals:
+        out.append(f"  {e.policy}: stop reasons {_dist(e.stop_reasons)}; actions {_dist(e.actions)}; "
+                   f"calls spent {_dist(e.calls, lambda k: f'{k:g}')}")
+    return "\n".join(out)
+
+
+def cmd_evaluate(args) -> int:
+    """``planner evaluate DOMAIN --policy P [--policy Q ...] [--entitlement E] [--json]``."""
+    import json
+
+    from planner.cli import _parse_pairs
+    from planner.loader import load_domain
+
+    domain = load_domain(args.domain)
+    limits = {}
+    for k, v in _parse_pairs(args.limit, "--limit").items():
+        try:
+            limits[k] = float(v)
+        except ValueError:
+            raise PlannerError(f"--limit {k}={v}: not a number") from None
+    specs = args.policy or ["one-step"]
+    policies = [parse_policy(s) for s in specs]  # bad specs fail before any work
+    evals = [evaluate_policy(domain, p, entitlements=args.entitlement, purpose=args.purpose,
+                             limits=limits or None) for p in policies]
+    from planner.harm import acquisition_harm, format_harms  # acquisition harm (planner/harm.py)
+
+    harms = [acquisition_harm(domain, p, entitlements=args.entitlement, purpose=args.purpose,
+                              limits=limits or None) for p in policies]
+    if args.json:
+        print(json.dumps([dict(e.to_json(), acquisition_harm=h.harm, acquisition_fixed=h.fixed)
+                          for e, h in zip(evals, harms)], indent=2))
+    else:
+        print(format_evaluations(evals))
+        print(format_harms(harms))
+    return 0
+
+
+def register_cli(subparsers) -> None:
+    """Add ``planner evaluate`` to the CLI."""
+    p = subparsers.add_parser("evaluate", help="exact expected total loss of one or more policies")
+    p.add_argument("domain", help="domain file (YAML or JSON)")
+    p.add_argument("--policy", action="append", metavar="SPEC",
+                   help="policy spec (repeatable, for a comparison table; default one-step)")
+    p.add_argument("--entitlement", action="append", default=[], metavar="E",
+                   help="an entitlement the subject holds (repeatable)")
+    p.add_argument("--purpose", help="override the domain's purpose")
+    p.add_argument("--limit", action="append", default=[], metavar="DIM=VALUE",
+                   help="override a hard budget limit (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=cmd_evaluate)
