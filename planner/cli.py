@@ -124,7 +124,8 @@ def format_trace(receipt: dict) -> str:
 def _session_args(p):
     p.add_argument("domain", help="domain file (YAML or JSON)")
     p.add_argument("--policy", default="one-step",
-                   help="one-step (default), none, top-k:K, lookahead:D, lookahead:auto, dependency")
+                   help="one-step (default), none, top-k:K, lookahead:D, lookahead:auto, dependency, confidence:T, "
+                        "postfilter-top-k:K")
     p.add_argument("--entitlement", action="append", default=[], metavar="E",
                    help="an entitlement the subject holds (repeatable)")
     p.add_argument("--purpose", help="override the domain's purpose")

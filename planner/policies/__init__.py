@@ -6,7 +6,8 @@ admitted ones with the policy's value, penalty and net. A policy only ever
 chooses an observation that is ``eligible`` at the node.
 
 Policy specs (CLI ``--policy`` and receipts): ``one-step``, ``none``,
-``top-k:K``, ``lookahead:D``, ``lookahead:auto``, ``dependency``, and the labelled
+``top-k:K``, ``lookahead:D``, ``lookahead:auto``, ``dependency``, ``confidence:T``
+(retrieve-or-not confidence gate), and the labelled
 anti-pattern ``postfilter-top-k:K`` (cut the top k first, filter by the gates after).
 """
 
@@ -19,7 +20,7 @@ from planner.policies.onestep import OneStepEVSI
 
 __all__ = ["Policy", "OneStepEVSI", "NoRetrieval", "StaticTopK", "parse_policy", "pick_best", "POLICY_SPECS"]
 
-POLICY_SPECS = ("one-step", "none", "top-k:K", "lookahead:D", "lookahead:auto", "dependency", "postfilter-top-k:K")
+POLICY_SPECS = ("one-step", "none", "top-k:K", "lookahead:D", "lookahead:auto", "dependency", "confidence:T", "postfilter-top-k:K")
 
 
 def parse_policy(spec: str) -> Policy:
@@ -32,7 +33,7 @@ def parse_policy(spec: str) -> Policy:
     >>> parse_policy("magic")
     Traceback (most recent call last):
     ...
-    planner.errors.PlannerError: unknown policy 'magic' (known: one-step, none, top-k:K, lookahead:D, lookahead:auto, dependency, postfilter-top-k:K)
+    planner.errors.PlannerError: unknown policy 'magic' (known: one-step, none, top-k:K, lookahead:D, lookahead:auto, dependency, confidence:T, postfilter-top-k:K)
     """
     name, _, arg = spec.partition(":")
     if name == "one-step" and not arg:
@@ -55,6 +56,16 @@ def parse_policy(spec: str) -> Policy:
         from planner.policies.dependency import DependencyRule
 
         return DependencyRule()
+    if name == "confidence":
+        from planner.policies.confidence import ConfidenceGate
+
+        try:
+            threshold = float(arg)
+        except ValueError:
+            threshold = float("nan")
+        if not 0.0 < threshold <= 1.0:
+            raise PlannerError(f"policy '{spec}': expected a threshold in (0, 1] after ':'")
+        return ConfidenceGate(threshold=threshold)
     raise PlannerError(f"unknown policy '{spec}' (known: {', '.join(POLICY_SPECS)})")
 
 

@@ -23,7 +23,7 @@ def _planner(*args):
          "planner: error: give the hidden world (--world prop=value ...) or --seed N to sample it"),
         (("run", "domains/payment_release.yaml", "--world", "approval=pending", "--policy", "magic"),
          "planner: error: unknown policy 'magic' (known: one-step, none, top-k:K, lookahead:D, lookahead:auto, "
-         "dependency, postfilter-top-k:K)"),
+         "dependency, confidence:T, postfilter-top-k:K)"),
         (("run", "domains/nope.yaml", "--seed", "1"), "planner: error: (file): no such file: domains/nope.yaml"),
         (("run", "domains/payment_release.yaml", "--seed", "1", "--limit", "calls"),
          "planner: error: --limit calls: expected NAME=VALUE"),

@@ -1,0 +1,110 @@
+"""V*, the optimal expected total loss at any node, from one memoised full-depth search.
+
+The optimal policy is the lookahead at full depth (the number of
+observations): no plan it could follow is cut short. One
+:func:`lookahead.search.expectimax` at the root stores V at every node it
+expands (keyed by the set of pairs seen and the depth left); route regret and
+stop quality read V* of the nodes other policies reach from that table, and
+search afresh (memoised here) below the rare node the root search pruned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lookahead.search import MAX_NODES, SearchCapExceeded, expectimax, lookup
+from planner.node import make_node
+
+__all__ = ["OptimalValues"]
+
+
+class OptimalValues:
+    """V*(n) for the nodes of one session (one compiled domain and admission).
+
+    Parameters
+    ----------
+    compiled : planner.compile.CompiledDomain
+    admission : planner.admission.Admission
+    max_nodes : int
+        Node cap of the root search; past it :attr:`feasible` is False.
+
+    Attributes
+    ----------
+    feasible : bool
+        The root search fit its cap.
+    depth : int
+        The full depth: the number of observations.
+    value_root : float
+        V* at the root (nan when infeasible).
+    nodes : int
+        Nodes the root search expanded.
+
+    Examples
+    --------
+    >>> import planner
+    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
+    >>> ov = OptimalValues(s.compiled, s.admission)
+    >>> round(ov.value_root, 4)
+    1.1925
+    >>> round(ov.value(np.array([1, -1, -1, -1])), 3)   # the registry said "pending": HOLD, as in the seed
+    1.085
+    """
+
+    def __init__(self, compiled, admission, *, max_nodes: int = MAX_NODES):
+        self.compiled = compiled
+        self.admission = admission
+        self.max_nodes = max_nodes
+        c = compiled
+        self.O = len(c.obs_names)
+        self.depth = self.O
+        self.n_values = max(len(v) for v in c.prop_values)
+        self._cache: dict = {}
+        root = make_node(c, admission, np.full(self.O, -1, dtype=np.int64), np.array(c.prior, dtype=np.float64),
+                         np.zeros(len(c.dims)))
+        try:
+            self.result = self._search(root, self.depth)
+            self.feasible = True
+            self.value_root = self.result.value
+            self.nodes = self.result.nodes
+        except SearchCapExceeded:
+            self.result = None
+            self.feasible = False
+            self.value_root = float("nan")
+            self.nodes = -1
+
+    def _search(self, node, depth):
+        c = self.compiled
+        return expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted, depth,
+                          c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, self.n_values,
+                          max_nodes=self.max_nodes)
+
+    def value(self, outcome_of) -> float:
+        """V* at the node whose pairs are `outcome_of` (nan when infeasible)."""
+        if not self.feasible:
+            return float("nan")
+        outcome_of = np.asarray(outcome_of, dtype=np.int64)
+        key = outcome_of.tobytes()
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        pairs = [(o, int(y)) for o, y in enumerate(outcome_of) if y >= 0]
+        remaining = self.depth - len(pairs)
+        found = lookup(self.result, pairs, remaining)
+        if found is not None:
+            v = found[0]
+        else:  # below an observation the root search pruned: search from here
+            c = self.compiled
+            belief = np.array(c.prior, dtype=np.float64)
+            for o, y in sorted(pairs):
+                belief = belief * c.lik[o, y]
+            belief = belief / belief.sum()
+            spent = np.zeros(len(c.dims))
+            for o, _ in pairs:
+                spent = spent + c.cost[o]
+            node = make_node(c, self.admission, outcome_of.copy(), belief, spent)
+            try:
+                v = self._search(node, remaining).value
+            except SearchCapExceeded:
+                v = float("nan")
+        self._cache[key] = v
+        return v
