@@ -5,5 +5,7 @@ Never imports :mod:`planner`; the array layout is documented in
 """
 
 from lookahead.core import TIE, bayes_risk, evpi, evsi, posterior
+from lookahead.search import MAX_NODES, SearchCapExceeded, SearchResult, expectimax
 
-__all__ = ["TIE", "bayes_risk", "evpi", "evsi", "posterior"]
+__all__ = ["TIE", "bayes_risk", "evpi", "evsi", "posterior", "MAX_NODES", "SearchCapExceeded", "SearchResult",
+           "expectimax"]

@@ -1,0 +1,199 @@
+"""Pure-Python reference of the depth-limited expectimax (the tests' oracle, the speed baseline).
+
+The same recursion as :mod:`lookahead.search`, written as plain loops over
+Python lists: no numba, no memo, no pruning::
+
+    V_0(n) = R(n)
+    V_d(n) = min(R(n), min_o [penalty(o) + sum_y P(y | n, o) V_{d-1}(n + (o, y))])
+
+`o` ranges over observations admitted, available at `n`, not yet taken and
+affordable within the hard limits (the root uses the mask it is given).
+Beliefs and spend at a node are computed from the root and the node's set of
+pairs in observation-index order, as the numba search does, so both agree to
+rounding (in practice bit for bit).
+
+Every node of the tree is evaluated once per path that reaches it, which is
+what makes this the baseline the memoised search is measured against.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from lookahead.core import BUDGET_TOL, TIE
+
+__all__ = ["ReferenceResult", "expectimax", "node_risk"]
+
+
+class ReferenceResult(NamedTuple):
+    """``value`` V_d at the root; ``risk`` R at the root; ``expected[o]`` the
+    expectation sum_y P(y) V_{d-1} per root candidate (``nan`` elsewhere);
+    ``nodes`` the tree nodes evaluated (root and leaves included)."""
+
+    value: float
+    risk: float
+    expected: np.ndarray
+    nodes: int
+
+
+def _status(oc, est_prop, est_kind, est_value, n_props):
+    est = [-1] * n_props
+    sup = [-1] * n_props
+    for o, y in enumerate(oc):
+        if y < 0 or est_prop[o] < 0:
+            continue
+        p, v = est_prop[o], est_value[o][y]
+        if v < 0:
+            continue
+        table = sup if est_kind[o] == 2 else est
+        if table[p] == -1:
+            table[p] = v
+        elif table[p] != v:
+            table[p] = -2
+    return [sup[p] if sup[p] != -1 else est[p] for p in range(n_props)]
+
+
+def _eval(oc, status, kind, a, b, start, count, children):
+    val = [False] * len(kind)
+    for i, k in enumerate(kind):
+        if k == 0:
+            val[i] = status[a[i]] == b[i]
+        elif k == 1:
+            val[i] = oc[a[i]] == b[i]
+        elif k == 2:
+            val[i] = all(val[children[j]] for j in range(start[i], start[i] + count[i]))
+        else:
+            val[i] = any(val[children[j]] for j in range(start[i], start[i] + count[i]))
+    return val
+
+
+def _holds(root, mentions, val, status):
+    if root < 0:
+        return True
+    for p, m in enumerate(mentions):
+        if m and status[p] == -2:
+            return False
+    return val[root]
+
+
+def _risk(belief, loss, permitted):
+    best = float("inf")
+    for a, row in enumerate(loss):
+        if not permitted[a]:
+            continue
+        r = 0.0
+        for s, x in enumerate(belief):
+            r += x * row[s]
+        if r < best - TIE:
+            best = r
+    return best
+
+
+def node_risk(belief, outcome_of, loss, facts) -> float:
+    """R at a node, in pure Python (``bayes_risk`` under ``permitted_actions``).
+
+    >>> import planner
+    >>> c = planner.compile_domain(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
+    >>> round(node_risk(c.prior, [-1] * 4, c.loss, c.facts), 3)
+    4.85
+    """
+    f = [x.tolist() for x in facts]
+    oc = list(outcome_of)
+    status = _status(oc, f[0], f[1], f[2], len(f[11][0]) if f[11] else 0)
+    val = _eval(oc, status, *f[3:9])
+    permitted = [_holds(f[9][a], f[11][a], val, status) for a in range(len(f[9]))]
+    return _risk([float(x) for x in belief], np.asarray(loss).tolist(), permitted)
+
+
+def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts, cost,
+               limits, penalty, n_values=None) -> ReferenceResult:
+    """V_d at the root by plain recursion (same arguments as :func:`lookahead.search.expectimax`).
+
+    Examples
+    --------
+    >>> import planner
+    >>> n = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml")).node
+    >>> c = n.compiled
+    >>> res = expectimax(n.belief, n.outcome_of, n.spent, n.eligible, n.admission.admitted, 2, c.lik,
+    ...                  c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty)
+    >>> round(res.value, 3), res.nodes
+    (1.193, 13)
+    """
+    b0 = [float(x) for x in belief]
+    oc0 = [int(x) for x in outcome_of]
+    sp0 = [float(x) for x in spent]
+    mask0 = [bool(x) for x in root_mask]
+    adm = [bool(x) for x in admitted]
+    L = np.asarray(lik).tolist()
+    ny = [int(x) for x in n_outcomes]
+    LOSS = np.asarray(loss).tolist()
+    f = [x.tolist() for x in facts]
+    est_prop, est_kind, est_value, kind, ea, eb, es, ec, ech, action_req, obs_req, amen, omen = f
+    n_props = len(amen[0]) if amen else 0
+    C = np.asarray(cost).tolist()
+    LIM = [float(x) for x in limits]
+    PEN = [float(x) for x in penalty]
+    O, S, D = len(oc0), len(b0), len(sp0)
+    count = [0]
+    expected = np.full(O, np.nan)
+
+    def value(pairs, r):
+        count[0] += 1
+        oc = list(oc0)
+        for o, y in pairs:
+            oc[o] = y
+        order = sorted(pairs)
+        # belief and spend from the root and the set, in index order, normalised once
+        if order:
+            bel = []
+            z = 0.0
+            for s in range(S):
+                v = b0[s]
+                for o, y in order:
+                    v *= L[o][y][s]
+                bel.append(v)
+                z += v
+            if z > 0.0:
+                bel = [v / z for v in bel]
+        else:
+            bel = b0
+        sp = []
+        for d in range(D):
+            x = sp0[d]
+            for o, _ in order:
+                x += C[o][d]
+            sp.append(x)
+        status = _status(oc, est_prop, est_kind, est_value, n_props)
+        val = _eval(oc, status, kind, ea, eb, es, ec, ech)
+        permitted = [_holds(action_req[a], amen[a], val, status) for a in range(len(action_req))]
+        risk = _risk(bel, LOSS, permitted)
+        if r == 0:
+            return risk
+        best = risk
+        for o in range(O):
+            if pairs:
+                ok = (adm[o] and oc[o] < 0 and _holds(obs_req[o], omen[o], val, status)
+                      and all(sp[d] + C[o][d] <= LIM[d] + BUDGET_TOL for d in range(D)))
+            else:
+                ok = mask0[o]
+            if not ok:
+                continue
+            e = 0.0
+            for y in range(ny[o]):
+                p = 0.0
+                for s in range(S):
+                    p += bel[s] * L[o][y][s]
+                if p <= 0.0:
+                    continue
+                e += p * value(pairs + [(o, y)], r - 1)
+            if not pairs:
+                expected[o] = e
+            q = PEN[o] + e
+            if q < best:
+                best = q
+        return best
+
+    v = value([], int(depth))
+    return ReferenceResult(value=v, risk=node_risk(b0, oc0, loss, facts), expected=expected, nodes=count[0])

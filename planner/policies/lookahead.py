@@ -1,0 +1,243 @@
+"""The depth-d lookahead policy: memoised expectimax over short acquisition plans.
+
+At a node ``n`` the policy computes, for every eligible observation ``o``, its
+lookahead value ``Q_d(o) = penalty(o) + sum_y P(y | n, o) V_{d-1}(n + (o, y))``
+with :func:`lookahead.search.expectimax`, and acts on the best first
+observation if it beats stopping (receding horizon: it plans again after every
+outcome). The candidate table shows, per eligible observation::
+
+    value = R(n) - sum_y P(y | n, o) V_{d-1}(n + (o, y))   (gross value; EVSI at d = 1)
+    penalty = C_w(c(o))
+    net = value - penalty = R(n) - Q_d(o)                   (advantage over stopping)
+    extra = {"q": Q_d(o), "depth": d}
+
+and the choice is :func:`~planner.policies.base.pick_best` over `net`, so ties
+break exactly like the one-step rule and depth 1 *is* the one-step rule (same
+choices, bit-identical values).
+
+``depth="auto"`` picks ``1 +`` the largest prerequisite depth among admitted,
+untaken, affordable observations whose value as if unlocked (EVSI at the
+current belief, minus penalty) is positive, capped at :data:`MAX_AUTO_DEPTH`.
+The prerequisite depth of an observation is 0 when it is available at the
+node, else the length of its cheapest prerequisite plan from the node
+(:mod:`planner.graph`; see :func:`auto_depth`).
+
+A search that would expand more than ``max_nodes`` nodes (default
+:data:`lookahead.search.MAX_NODES`, 2,000,000) raises
+:class:`planner.errors.SearchCapError` with a one-line message naming the cap
+and suggesting a smaller depth.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+import lookahead.search
+from lookahead.core import TIE, affordable, evsi
+from lookahead.search import SearchCapExceeded, expectimax, plan_from
+from planner.errors import SearchCapError
+from planner.node import Candidate, Decision
+from planner.policies.base import Policy, pick_best
+
+__all__ = ["Lookahead", "MAX_AUTO_DEPTH", "auto_depth", "plan_text"]
+
+#: The deepest search ``lookahead:auto`` will choose.
+MAX_AUTO_DEPTH = 4
+#: plan_text longer than this is shortened by eliding the deepest follow-ups.
+PLAN_TEXT_WIDTH = 240
+
+
+def _check_depth(_inst, _attr, value):
+    if value == "auto":
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"depth must be a positive integer or 'auto', got {value!r}")
+
+
+@attrs.frozen
+class Lookahead(Policy):
+    """Depth-`depth` memoised expectimax (``lookahead:D`` / ``lookahead:auto``).
+
+    Parameters
+    ----------
+    depth : int or "auto"
+        Search depth d >= 1 (1 is the one-step rule), or ``"auto"``.
+    max_nodes : int, optional
+        Node cap of one search; None (the default) means
+        :data:`lookahead.search.MAX_NODES`, read when the search runs.
+    prune : bool
+        EVPI pruning below the root (never changes a value or a choice).
+
+    Examples
+    --------
+    >>> import planner
+    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"), Lookahead(depth=2))
+    >>> step = s.next()
+    >>> row = step.candidates[0]
+    >>> step.observation, round(row.value, 3), round(row.net, 3), round(row.extra["q"], 3)
+    ('approval_registry', 3.911, 3.658, 1.193)
+    >>> step.info["plan_text"]
+    'approval_registry -> {approved: RELEASE, pending: HOLD}  (Q_2 1.193 vs stop 4.850)'
+    """
+
+    depth: object = attrs.field(default=2, validator=_check_depth)
+    max_nodes: int | None = attrs.field(default=None, kw_only=True)
+    prune: bool = attrs.field(default=True, kw_only=True)
+
+    @property
+    def spec(self) -> str:
+        return f"lookahead:{self.depth}"
+
+    def decide(self, node):
+        c = node.compiled
+        info: dict = {}
+        if self.depth == "auto":
+            d, pdepths = auto_depth(node)
+            info["depth_rule"] = "auto"
+            info["prerequisite_depths"] = pdepths
+        else:
+            d = int(self.depth)
+        n_values = max(len(v) for v in c.prop_values)
+        cap = lookahead.search.MAX_NODES if self.max_nodes is None else int(self.max_nodes)
+        try:
+            res = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted, d,
+                             c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, n_values,
+                             prune=self.prune, max_nodes=cap)
+        except SearchCapExceeded as e:
+            smaller = f"lookahead:D with D < {d}" if d > 1 else "one-step"
+            raise SearchCapError(f"lookahead:{self.depth}: the depth-{d} search exceeds its cap of {e.cap:,} "
+                                 f"expanded nodes (lookahead.search.MAX_NODES); use a smaller depth "
+                                 f"(--policy {smaller})") from None
+        values = node.risk - res.expected  # EVSI at depth 1, bit for bit
+        net = values - c.penalty
+        rows = node.gate_candidates()
+        for o, row in enumerate(rows):
+            if row is None:
+                rows[o] = Candidate(observation=c.obs_names[o], status="admitted", value=float(values[o]),
+                                    penalty=float(c.penalty[o]), net=float(net[o]),
+                                    extra={"q": float(res.q[o]), "depth": d})
+        choice = pick_best(net, c.penalty, node.eligible)
+        if choice is None:
+            plan = {"stop": c.action_names[node.action], "expected_loss": node.risk}
+        else:
+            raw = plan_from(res, choice, node.belief, node.outcome_of, c.lik, c.n_outcomes, c.loss, c.facts,
+                            c.penalty)
+            plan = _named(c, raw)
+        info.update({
+            "depth": d,
+            "plan": plan,
+            "plan_text": plan_text(plan, d, node.risk),
+            "nodes_expanded": res.nodes,
+            "memo_hits": res.hits,
+            "table_size": res.entries,
+            "tree_nodes": int(res.tree_nodes),
+            "pruned": res.pruned,
+        })
+        return Decision(observe=choice, candidates=tuple(rows), info=info)
+
+
+# --------------------------------------------------------------------------
+# the plan, with names
+
+
+def _named(c, raw: dict) -> dict:
+    if "stop" in raw:
+        return {"stop": c.action_names[raw["action"]], "expected_loss": raw["value"]}
+    o = raw["observe"]
+    return {
+        "observe": c.obs_names[o],
+        "q": raw["q"],
+        "penalty": raw["penalty"],
+        "outcomes": {c.outcome_names[o][x["outcome"]]: {"p": x["p"], "then": _named(c, x["then"])}
+                     for x in raw["outcomes"]},
+    }
+
+
+def _render(plan: dict, levels: int) -> str:
+    if "stop" in plan:
+        return plan["stop"].upper()
+    if levels <= 0:
+        return plan["observe"] + " -> ..."
+    subs = [(y, _render(x["then"], levels - 1)) for y, x in plan["outcomes"].items()]
+    if len(subs) > 1 and len({s for _, s in subs}) == 1:
+        return f"{plan['observe']} -> {{any: {subs[0][1]}}}"
+    return plan["observe"] + " -> {" + ", ".join(f"{y}: {s}" for y, s in subs) + "}"
+
+
+def plan_text(plan: dict, depth: int, risk: float) -> str:
+    """One line: the planned first observation, its follow-ups per outcome, Q_d against stopping.
+
+    Stops are shown as the action in capitals; follow-ups deeper than fit in
+    :data:`PLAN_TEXT_WIDTH` characters are elided as ``...`` (the full plan is
+    ``info["plan"]``).
+
+    >>> plan_text({"stop": "hold", "expected_loss": 1.085}, 2, 1.085)
+    'stop now: HOLD (expected loss 1.085); no depth-2 plan beats it'
+    >>> p = {"observe": "a", "q": 1.0, "penalty": 0.1, "outcomes": {
+    ...      "yes": {"p": 0.5, "then": {"stop": "go", "expected_loss": 0.0}},
+    ...      "no": {"p": 0.5, "then": {"stop": "wait", "expected_loss": 1.8}}}}
+    >>> plan_text(p, 1, 2.0)
+    'a -> {yes: GO, no: WAIT}  (Q_1 1.000 vs stop 2.000)'
+    """
+    if "stop" in plan:
+        return (f"stop now: {plan['stop'].upper()} (expected loss {plan['expected_loss']:.3f}); "
+                f"no depth-{depth} plan beats it")
+    tail = f"  (Q_{depth} {plan['q']:.3f} vs stop {risk:.3f})"
+    for levels in range(depth, 0, -1):
+        text = _render(plan, levels) + tail
+        if len(text) <= PLAN_TEXT_WIDTH:
+            return text
+    return _render(plan, 0) + tail
+
+
+# --------------------------------------------------------------------------
+# depth "auto"
+
+
+def auto_depth(node, cap: int = MAX_AUTO_DEPTH) -> tuple[int, dict]:
+    """The depth ``lookahead:auto`` uses at `node`, and the prerequisite depths that set it.
+
+    ``1 + max`` prerequisite depth over admitted, untaken, affordable
+    observations whose value as if unlocked (EVSI at the current belief, as if
+    the preconditions held, minus penalty) exceeds TIE, capped at `cap`; 1 when
+    none has. Returns ``(depth, {name: prerequisite depth})`` for the
+    observations counted.
+
+    The prerequisite depth is 0 for an observation available at the node, else
+    the number of acquisitions in :func:`planner.graph.cheapest_prerequisite_plan`
+    from the node: what was already seen counts as done, and an observation no
+    plan can unlock any more (a prerequisite rejected, or answered otherwise,
+    or over the budget left) is left out. From a session's root this is
+    :func:`planner.graph.prerequisite_depth` whenever the cheapest plan is also
+    the shortest (it is on every shipped domain); later it follows what has
+    been seen, so the receding horizon searches no deeper than the plans still
+    open need.
+
+    >>> import planner
+    >>> n = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml")).node
+    >>> auto_depth(n)
+    (1, {'approval_registry': 0})
+    """
+    from planner.graph import build_graph, cheapest_prerequisite_plan
+
+    c = node.compiled
+    graph = None
+    valuable = {}
+    for o in range(len(c.obs_names)):
+        if not node.admission.admitted[o] or node.outcome_of[o] >= 0:
+            continue
+        if not affordable(o, node.spent, c.cost, c.limits):
+            continue  # spending only grows: unaffordable now, unaffordable later
+        value, _ = evsi(o, node.belief, node.outcome_of, c.lik, c.n_outcomes, c.loss, c.facts)
+        if not value - c.penalty[o] > TIE:
+            continue
+        if node.available[o]:
+            valuable[c.obs_names[o]] = 0
+            continue
+        graph = graph if graph is not None else build_graph(c)
+        plan = cheapest_prerequisite_plan(graph, o, node)
+        if plan is not None:
+            valuable[c.obs_names[o]] = len(plan.steps)
+    depth = 1 + max(valuable.values(), default=0)
+    return min(depth, cap), valuable
