@@ -105,6 +105,8 @@ def format_trace(receipt: dict) -> str:
                    f"  reason {final['stop_reason']}"
                    + (f" ({final['budget_dimension']})" if final.get("budget_dimension") else ""))
         out.append(format_table(final["candidates"], value_label=label, indent="    "))
+        if "plan_text" in (final.get("policy_info") or {}):
+            out.append("  plan: " + final["policy_info"]["plan_text"])
         for c in final["contradictions"]:
             claims = "; ".join(f"{v} by {', '.join(s)}" for v, s in c["claims"].items())
             out.append(f"  contradiction: {c['proposition']}: {claims}")
