@@ -19,7 +19,7 @@ choices, bit-identical values).
 untaken, affordable observations whose value as if unlocked (EVSI at the
 current belief, minus penalty) is positive, capped at :data:`MAX_AUTO_DEPTH`.
 The prerequisite depth of an observation is 0 when it is available at the
-node, else the length of its cheapest prerequisite plan from the node
+node, else its structural prerequisite depth while a plan can still unlock it
 (:mod:`planner.graph`; see :func:`auto_depth`).
 
 A search that would expand more than ``max_nodes`` nodes (default
@@ -205,21 +205,26 @@ def auto_depth(node, cap: int = MAX_AUTO_DEPTH) -> tuple[int, dict]:
     observations counted.
 
     The prerequisite depth is 0 for an observation available at the node, else
-    the number of acquisitions in :func:`planner.graph.cheapest_prerequisite_plan`
-    from the node: what was already seen counts as done, and an observation no
-    plan can unlock any more (a prerequisite rejected, or answered otherwise,
-    or over the budget left) is left out. From a session's root this is
-    :func:`planner.graph.prerequisite_depth` whenever the cheapest plan is also
-    the shortest (it is on every shipped domain); later it follows what has
-    been seen, so the receding horizon searches no deeper than the plans still
-    open need.
+    its structural depth :func:`planner.graph.prerequisite_depth` (the
+    acquisitions needed from nothing seen), counted only while some prerequisite
+    plan from the node can still unlock it (:func:`planner.graph.cheapest_prerequisite_plan`;
+    an observation whose prerequisite was rejected, answered otherwise, or no
+    longer fits the budget is left out).
+
+    Why the structural depth and not the steps left on the cheapest plan: the
+    horizon must keep room for a fallback. In ``domains/kyc_chain.yaml`` with
+    five calls, once the customer is found the cheapest plan has three steps
+    left, but a depth-4 search is needed to see "fuzzy match, and the document
+    check if it fails"; shrinking the depth as the chain progresses made
+    ``lookahead:auto`` worse than the dependency rule there (1.513 against
+    1.304). The cost is a deeper search at later nodes, capped at `cap`.
 
     >>> import planner
     >>> n = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml")).node
     >>> auto_depth(n)
     (1, {'approval_registry': 0})
     """
-    from planner.graph import build_graph, cheapest_prerequisite_plan
+    from planner.graph import build_graph, cheapest_prerequisite_plan, prerequisite_depth
 
     c = node.compiled
     graph = None
@@ -236,8 +241,7 @@ def auto_depth(node, cap: int = MAX_AUTO_DEPTH) -> tuple[int, dict]:
             valuable[c.obs_names[o]] = 0
             continue
         graph = graph if graph is not None else build_graph(c)
-        plan = cheapest_prerequisite_plan(graph, o, node)
-        if plan is not None:
-            valuable[c.obs_names[o]] = len(plan.steps)
+        if cheapest_prerequisite_plan(graph, o, node) is not None:
+            valuable[c.obs_names[o]] = prerequisite_depth(graph, o)
     depth = 1 + max(valuable.values(), default=0)
     return min(depth, cap), valuable
