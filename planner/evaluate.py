@@ -37,6 +37,33 @@ MAX_EVAL_NODES = 200_000
 _ZERO = 0.0
 
 
+def policy_children(session, node, o: int):
+    """The children of `node` when observation `o` is acquired, for exact enumeration.
+
+    Yields ``(y, P(y | node, o), child node)`` for every outcome of positive
+    probability under the node's belief. Refuses (:class:`SessionError`) an
+    `o` that is not eligible at the node, as a session would.
+
+    >>> import planner
+    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
+    >>> [(y, round(z, 4)) for y, z, _ in policy_children(s, s.node, 0)]
+    [(0, 0.549), (1, 0.451)]
+    """
+    c = session.compiled
+    if not node.eligible[o]:
+        raise SessionError(f"policy {session.policy.spec} chose {c.obs_names[o]}, which is not eligible: "
+                           f"{(node.reasons[o] or ('already taken',))[0]}")
+    spent = node.spent + c.cost[o]
+    for y in range(int(c.n_outcomes[o])):
+        post = np.empty_like(node.belief)
+        z = posterior(node.belief, c.lik[o, y], post)
+        if z <= _ZERO:
+            continue  # impossible under the belief: no state that reaches here produces it
+        outcome_of = node.outcome_of.copy()
+        outcome_of[o] = y
+        yield y, float(z), make_node(c, session.admission, outcome_of, post, spent.copy())
+
+
 def _pairs(d: dict) -> tuple:
     return tuple(sorted(d.items(), key=lambda kv: (str(type(kv[0])), kv[0])))
 
@@ -172,7 +199,6 @@ def evaluate_policy(domain, policy, *, entitlements=(), purpose=None, decision_t
     session = Session(domain, policy, entitlements=entitlements, purpose=purpose, decision_time=decision_time,
                       limits=limits)
     c = session.compiled
-    admission = session.admission
     pol = session.policy
     D = len(c.dims)
     calls_dim = c.dims.index("calls") if "calls" in c.dims else None
@@ -203,26 +229,13 @@ def evaluate_policy(domain, policy, *, entitlements=(), purpose=None, decision_t
             sub.leaves = 1
         else:
             o = decision.observe
-            if not node.eligible[o]:
-                raise SessionError(f"policy {pol.spec} chose {c.obs_names[o]}, which is not eligible: "
-                                   f"{(node.reasons[o] or ('already taken',))[0]}")
             sub.penalty = float(c.penalty[o])
-            spent = node.spent + c.cost[o]
-            for y in range(int(c.n_outcomes[o])):
-                post = np.empty_like(node.belief)
-                z = posterior(node.belief, c.lik[o, y], post)
-                if z <= _ZERO:
-                    continue
-                outcome_of = node.outcome_of.copy()
-                outcome_of[o] = y
-                sub.add(visit(make_node(c, admission, outcome_of, post, spent.copy())), float(z))
+            for _, z, child in policy_children(session, node, o):
+                sub.add(visit(child), z)
         memo[key] = sub
         return sub
 
-    O = len(c.obs_names)
-    root = make_node(c, admission, np.full(O, -1, dtype=np.int64), np.array(c.prior, dtype=np.float64),
-                     np.zeros(D))
-    res = visit(root)
+    res = visit(session.node)
     first = None if root_choice[0] is None else c.obs_names[root_choice[0]]
     return PolicyEvaluation(
         domain=c.domain.name, policy=pol.spec,

@@ -24,9 +24,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from lookahead.core import TIE, posterior
-from planner.errors import PlannerError, SessionError
-from planner.node import make_node
+from lookahead.core import TIE
+from planner.errors import PlannerError
 
 __all__ = ["AcquisitionHarm", "acquisition_harm", "correct_actions", "format_harms", "MAX_HARM_NODES"]
 
@@ -115,13 +114,13 @@ def acquisition_harm(domain, policy, *, entitlements=(), purpose=None, decision_
     >>> round(h.correct_before, 6), round(h.correct_after, 6)
     (0.45, 0.99)
     """
+    from planner.evaluate import policy_children
     from planner.session import Session
 
     session = Session(domain, policy, entitlements=entitlements, purpose=purpose, decision_time=decision_time,
                       limits=limits)
     c = session.compiled
     pol = session.policy
-    admission = session.admission
     A, S = c.loss.shape
     memo: dict = {}
 
@@ -139,23 +138,12 @@ def acquisition_harm(domain, policy, *, entitlements=(), purpose=None, decision_
             out[node.action, :] = 1.0
         else:
             o = decision.observe
-            if not node.eligible[o]:
-                raise SessionError(f"policy {pol.spec} chose {c.obs_names[o]}, which is not eligible: "
-                                   f"{(node.reasons[o] or ('already taken',))[0]}")
-            spent = node.spent + c.cost[o]
-            for y in range(int(c.n_outcomes[o])):
-                post = np.empty_like(node.belief)
-                if posterior(node.belief, c.lik[o, y], post) <= 0.0:
-                    continue  # impossible under the belief: no state that reaches here produces it
-                outcome_of = node.outcome_of.copy()
-                outcome_of[o] = y
-                out += c.lik[o, y][None, :] * visit(make_node(c, admission, outcome_of, post, spent.copy()))
+            for y, _, child in policy_children(session, node, o):
+                out += c.lik[o, y][None, :] * visit(child)
         memo[key] = out
         return out
 
-    O = len(c.obs_names)
-    root = make_node(c, admission, np.full(O, -1, dtype=np.int64), np.array(c.prior, dtype=np.float64),
-                     np.zeros(len(c.dims)))
+    root = session.node
     final = visit(root)                      # [A, S]
     ok = correct_actions(c.loss)             # [A, S]
     ok0 = ok[root.action]                    # [S]
