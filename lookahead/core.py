@@ -23,6 +23,7 @@ __all__ = [
     "eval_facts",
     "permitted_actions",
     "available_observations",
+    "node_facts",
     "affordable",
     "bayes_risk",
     "outcome_probs",
@@ -205,6 +206,25 @@ def available_observations(outcome_of, facts):
     for o in range(obs_req.shape[0]):
         out[o] = _holds_row(obs_req[o], omen, o, vals, work)
     return out
+
+
+@njit(cache=True)
+def node_facts(outcome_of, facts):
+    """Status, permitted actions and available observations at a node, in one pass.
+
+    Returns ``(status int64[P], permitted bool[A], available bool[O])``: what
+    :func:`established_status`, :func:`permitted_actions` and
+    :func:`available_observations` give, with the facts evaluated once.
+    """
+    work, vals = _node_facts(outcome_of, facts)
+    action_req, obs_req, amen, omen = facts[9], facts[10], facts[11], facts[12]
+    permitted = np.empty(action_req.shape[0], dtype=np.bool_)
+    for a in range(action_req.shape[0]):
+        permitted[a] = _holds_row(action_req[a], amen, a, vals, work)
+    available = np.empty(obs_req.shape[0], dtype=np.bool_)
+    for o in range(obs_req.shape[0]):
+        available[o] = _holds_row(obs_req[o], omen, o, vals, work)
+    return work[2].copy(), permitted, available
 
 
 @njit(cache=True)

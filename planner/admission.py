@@ -5,7 +5,7 @@ precondition; the first failure is the reason shown (:func:`gate_reasons`
 lists all). The first three depend only on the caller (its entitlements, the
 decision's purpose and time) and are fixed for a session: :class:`Admission`
 computes them once. Budget and preconditions change along a session and are
-checked at each node.
+checked at each node (:func:`planner.node.make_node`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import datetime as _dt
 import attrs
 import numpy as np
 
-from lookahead.core import established_status
 from planner.compile import CompiledDomain
 
 __all__ = [
@@ -84,12 +83,12 @@ class Admission:
     admitted: np.ndarray
 
 
-def precondition_text(compiled: CompiledDomain, o: int, outcome_of) -> str:
-    """The unmet precondition of `o`, with any contradiction that blocks it."""
-    obs = compiled.domain.observations[o]
-    text = str(obs.requires)
-    est_prop, est_kind, est_value = compiled.facts[:3]
-    status = established_status(outcome_of, est_prop, est_kind, est_value, len(compiled.prop_names))
+def precondition_text(compiled: CompiledDomain, o: int, status) -> str:
+    """The unmet precondition of `o`, with any contradiction that blocks it.
+
+    `status` is the node's established status (``int64[P]``, -2: contradicted).
+    """
+    text = str(compiled.domain.observations[o].requires)
     blocked = [compiled.prop_names[p] for p in range(len(compiled.prop_names))
                if compiled.facts[12][o, p] and status[p] == -2]
     if blocked:

@@ -19,7 +19,7 @@ import sys
 
 from planner.errors import PlannerError
 
-__all__ = ["main", "format_trace", "format_table"]
+__all__ = ["main", "format_trace", "format_table", "parse_limits"]
 
 #: Modules that add their own subcommands with ``register_cli(subparsers)``.
 COMMAND_MODULES = ("planner.graph", "planner.evaluate", "planner.check", "planner.benchcli")
@@ -146,17 +146,27 @@ def _parse_pairs(items, flag) -> dict:
     return out
 
 
+def parse_limits(items) -> dict:
+    """``--limit DIM=VALUE`` flags -> ``{dim: float}`` (one-line error on a bad one).
+
+    >>> parse_limits(["calls=3", "latency_ms=250"])
+    {'calls': 3.0, 'latency_ms': 250.0}
+    """
+    limits = {}
+    for k, v in _parse_pairs(items, "--limit").items():
+        try:
+            limits[k] = float(v)
+        except ValueError:
+            raise PlannerError(f"--limit {k}={v}: not a number") from None
+    return limits
+
+
 def _make_session(args):
     from planner.loader import load_domain
     from planner.session import Session
 
     domain = load_domain(args.domain)
-    limits = {}
-    for k, v in _parse_pairs(args.limit, "--limit").items():
-        try:
-            limits[k] = float(v)
-        except ValueError:
-            raise PlannerError(f"--limit {k}={v}: not a number") from None
+    limits = parse_limits(args.limit)
     dt = None
     if args.decision_time:
         try:
@@ -214,6 +224,7 @@ def cmd_explain(args) -> int:
 def cmd_validate(args) -> int:
     from planner.compile import compile_domain
     from planner.errors import DomainError
+    from planner.graph import availability_warnings
     from planner.loader import load_domain
 
     status = 0
@@ -227,15 +238,9 @@ def cmd_validate(args) -> int:
             continue
         print(f"ok {path}: {len(c.prop_names)} propositions, {c.n_states} joint states, "
               f"{len(c.action_names)} actions, {len(c.obs_names)} observations")
-        for w in _warnings(d, args.entitlement):
+        for w in availability_warnings(d, entitlements=args.entitlement):
             print(f"  warning: {w}")
     return status
-
-
-def _warnings(domain, entitlements) -> list:
-    graph = importlib.import_module("planner.graph")
-    fn = getattr(graph, "availability_warnings", None)
-    return list(fn(domain, entitlements=entitlements)) if fn else []
 
 
 def cmd_replay(args) -> int:

@@ -289,16 +289,11 @@ def cmd_evaluate(args) -> int:
     """``planner evaluate DOMAIN --policy P [--policy Q ...] [--entitlement E] [--json]``."""
     import json
 
-    from planner.cli import _parse_pairs
+    from planner.cli import parse_limits
     from planner.loader import load_domain
 
     domain = load_domain(args.domain)
-    limits = {}
-    for k, v in _parse_pairs(args.limit, "--limit").items():
-        try:
-            limits[k] = float(v)
-        except ValueError:
-            raise PlannerError(f"--limit {k}={v}: not a number") from None
+    limits = parse_limits(args.limit)
     specs = args.policy or ["one-step"]
     policies = [parse_policy(s) for s in specs]  # bad specs fail before any work
     evals = [evaluate_policy(domain, p, entitlements=args.entitlement, purpose=args.purpose,

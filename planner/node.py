@@ -10,13 +10,7 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from lookahead.core import (
-    BUDGET_TOL,
-    available_observations,
-    bayes_risk,
-    established_status,
-    permitted_actions,
-)
+from lookahead.core import BUDGET_TOL, bayes_risk, node_facts
 from planner.admission import Admission, precondition_text
 from planner.compile import CompiledDomain
 
@@ -134,10 +128,7 @@ class Node:
 def make_node(compiled: CompiledDomain, admission: Admission, outcome_of, belief, spent) -> Node:
     """Derive a :class:`Node` from the pairs seen (`outcome_of`), belief and spend."""
     outcome_of = np.asarray(outcome_of, dtype=np.int64)
-    facts = compiled.facts
-    status = established_status(outcome_of, facts[0], facts[1], facts[2], len(compiled.prop_names))
-    permitted = permitted_actions(outcome_of, facts)
-    available = available_observations(outcome_of, facts)
+    status, permitted, available = node_facts(outcome_of, compiled.facts)
     risk, action = bayes_risk(belief, compiled.loss, permitted)
     O = len(compiled.obs_names)
     reasons = []
@@ -152,7 +143,7 @@ def make_node(compiled: CompiledDomain, admission: Admission, outcome_of, belief
                 r.append(f"budget exceeded: {dim}")
                 break
         if not available[o]:
-            r.append("precondition unmet: " + precondition_text(compiled, o, outcome_of))
+            r.append("precondition unmet: " + precondition_text(compiled, o, status))
         reasons.append(tuple(r))
         eligible[o] = not r
     for a in (outcome_of, belief, spent, status, permitted, available, eligible):

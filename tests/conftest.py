@@ -30,6 +30,18 @@ def exact_lookup():
     return planner.load_domain(DOMAINS / "exact_lookup.yaml")
 
 
+@pytest.fixture(scope="session")
+def identity():
+    """The payment case behind an identity resolution (the seed's case for depth)."""
+    return planner.load_domain(DOMAINS / "identity_registry.yaml")
+
+
+@pytest.fixture(scope="session")
+def kyc():
+    """Three prerequisites with an OR branch before the decisive registry."""
+    return planner.load_domain(DOMAINS / "kyc_chain.yaml")
+
+
 def tiny_dict(**overrides) -> dict:
     """A two-world domain with one establishing and one informing source."""
     d = {

@@ -16,9 +16,9 @@ import numpy as np
 
 from lookahead.core import TIE, evsi
 from planner.graph import build_graph, cheapest_prerequisite_plan
-from planner.node import Candidate, Decision
+from planner.node import Decision
 from planner.policies.base import Policy, pick_best
-from planner.policies.onestep import one_step_values
+from planner.policies.onestep import one_step_table
 
 __all__ = ["DependencyRule", "blocked_by_preconditions_only", "unlock_scores"]
 
@@ -131,13 +131,7 @@ class DependencyRule(Policy):
 
     def decide(self, node):
         c = node.compiled
-        values = one_step_values(node)
-        net = values - c.penalty
-        rows = node.gate_candidates()
-        for o, row in enumerate(rows):
-            if row is None:
-                rows[o] = Candidate(observation=c.obs_names[o], status="admitted", value=float(values[o]),
-                                    penalty=float(c.penalty[o]), net=float(net[o]))
+        net, rows = one_step_table(node)
         unlock = unlock_scores(node)
         for o, (score, value, plan) in unlock.items():
             rows[o] = attrs.evolve(rows[o], extra={"unlocked_value": value, "plan": plan.text,

@@ -9,7 +9,7 @@ from lookahead.core import evsi_all
 from planner.node import Candidate, Decision
 from planner.policies.base import Policy, pick_best
 
-__all__ = ["OneStepEVSI", "one_step_values"]
+__all__ = ["OneStepEVSI", "one_step_values", "one_step_table"]
 
 
 def one_step_values(node):
@@ -17,6 +17,23 @@ def one_step_values(node):
     c = node.compiled
     out = np.empty(len(c.obs_names))
     return evsi_all(node.belief, node.outcome_of, c.lik, c.n_outcomes, c.loss, c.facts, node.eligible, out)
+
+
+def one_step_table(node):
+    """The one-step rule's nets (``float64[O]``) and candidate rows at `node`.
+
+    Eligible observations get scored rows (EVSI, penalty, net); the others keep
+    their gate rows from :meth:`~planner.node.Node.gate_candidates`.
+    """
+    c = node.compiled
+    values = one_step_values(node)
+    net = values - c.penalty
+    rows = node.gate_candidates()
+    for o, row in enumerate(rows):
+        if row is None:
+            rows[o] = Candidate(observation=c.obs_names[o], status="admitted", value=float(values[o]),
+                                penalty=float(c.penalty[o]), net=float(net[o]))
+    return net, rows
 
 
 @attrs.frozen
@@ -39,12 +56,5 @@ class OneStepEVSI(Policy):
     spec = "one-step"
 
     def decide(self, node):
-        c = node.compiled
-        values = one_step_values(node)
-        net = values - c.penalty
-        rows = node.gate_candidates()
-        for o, row in enumerate(rows):
-            if row is None:
-                rows[o] = Candidate(observation=c.obs_names[o], status="admitted", value=float(values[o]),
-                                    penalty=float(c.penalty[o]), net=float(net[o]))
-        return Decision(observe=pick_best(net, c.penalty, node.eligible), candidates=tuple(rows))
+        net, rows = one_step_table(node)
+        return Decision(observe=pick_best(net, node.compiled.penalty, node.eligible), candidates=tuple(rows))

@@ -137,9 +137,9 @@ def test_payment_depth_one_is_the_design_evsi(payment):
     assert search(node, 2).value == res.value
 
 
-def test_identity_option_value_by_hand(identity_registry):
+def test_identity_option_value_by_hand(identity):
     # identity_resolution has no value of its own, but unlocks the registry
-    node = planner.Session(identity_registry).node
+    node = planner.Session(identity).node
     c = node.compiled
     o_id, o_reg = c.obs_index("identity_resolution"), c.obs_index("approval_registry")
     one = search(node, 1)
@@ -155,16 +155,6 @@ def test_identity_option_value_by_hand(identity_registry):
     assert resolved["then"]["observe"] == o_reg
     assert_allclose(resolved["p"], 0.9)
     assert plan["outcomes"][1]["then"]["stop"] is True  # not_found: nothing to unlock
-
-
-@pytest.fixture(scope="module")
-def identity_registry():
-    return planner.load_domain(planner.DOMAINS / "identity_registry.yaml")
-
-
-@pytest.fixture(scope="module")
-def kyc():
-    return planner.load_domain(planner.DOMAINS / "kyc_chain.yaml")
 
 
 # --------------------------------------------------------------------------
@@ -310,8 +300,8 @@ def test_no_plan_branch_overdraws_the_budget_or_repeats(raw, depth):
                 stack.append((x["then"], spent, taken | {o}))
 
 
-def test_plan_follow_ups_come_from_the_memo(identity_registry):
-    node = planner.Session(identity_registry).node
+def test_plan_follow_ups_come_from_the_memo(identity):
+    node = planner.Session(identity).node
     c = node.compiled
     res = search(node, 2)
     o_id = c.obs_index("identity_resolution")

@@ -17,16 +17,6 @@ from planner.receipt import replay, validate_receipt
 from planner.simulate import simulate
 
 
-@pytest.fixture(scope="module")
-def identity():
-    return planner.load_domain(DOMAINS / "identity_registry.yaml")
-
-
-@pytest.fixture(scope="module")
-def kyc():
-    return planner.load_domain(DOMAINS / "kyc_chain.yaml")
-
-
 def _row(candidates, name):
     return next(c for c in candidates if c.observation == name)
 
@@ -196,7 +186,6 @@ def test_kyc_blocked_prerequisites_are_never_chosen_directly(kyc):
 
 
 def test_lookahead_two_also_takes_identity_then_registry(identity):
-    pytest.importorskip("planner.policies.lookahead")
     s = planner.Session(identity, "lookahead:2")
     assert s.next().observation == "identity_resolution"
     s.record("identity_resolution", "resolved")

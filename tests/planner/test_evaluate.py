@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import numpy as np
@@ -22,22 +21,6 @@ from planner.model import AllOf, AnyOf, Established, Returned, expr_atoms
 from planner.policies import parse_policy
 from strategies import domain_dicts
 
-HAS_LOOKAHEAD = importlib.util.find_spec("planner.policies.lookahead") is not None
-
-
-@pytest.fixture(scope="module")
-def payment():
-    return planner.load_domain(DOMAINS / "payment_release.yaml")
-
-
-@pytest.fixture(scope="module")
-def identity():
-    return planner.load_domain(DOMAINS / "identity_registry.yaml")
-
-
-@pytest.fixture(scope="module")
-def kyc():
-    return planner.load_domain(DOMAINS / "kyc_chain.yaml")
 
 
 def _dist(pairs) -> dict:
@@ -102,7 +85,6 @@ def test_dependency_gains_what_the_registry_minus_two_penalties_predicts(identit
 
 
 def test_lookahead_two_gains_the_same(identity):
-    pytest.importorskip("planner.policies.lookahead")
     c = planner.compile_domain(identity)
     one = evaluate_policy(c, "one-step")
     la = evaluate_policy(c, "lookahead:2")
@@ -112,7 +94,6 @@ def test_lookahead_two_gains_the_same(identity):
 
 
 def test_kyc_auto_lookahead_reaches_the_registry_and_is_no_worse(kyc):
-    pytest.importorskip("planner.policies.lookahead")
     c = planner.compile_domain(kyc)
     auto = parse_policy("lookahead:auto")
     root = planner.Session(c).node
@@ -360,7 +341,7 @@ class _Watch:
         return decision
 
 
-SPECS = ["one-step", "dependency", "none", "top-k:1", "top-k:3"] + (["lookahead:2"] if HAS_LOOKAHEAD else [])
+SPECS = ["one-step", "dependency", "none", "top-k:1", "top-k:3", "lookahead:2"]
 
 
 @st.composite

@@ -125,16 +125,6 @@ def test_seed_case_rows_and_plan(payment):
     assert stop.info["plan_text"].startswith("stop now: HOLD (expected loss 1.085)")
 
 
-@pytest.fixture(scope="module")
-def identity():
-    return planner.load_domain(planner.DOMAINS / "identity_registry.yaml")
-
-
-@pytest.fixture(scope="module")
-def kyc():
-    return planner.load_domain(planner.DOMAINS / "kyc_chain.yaml")
-
-
 def test_option_value_needs_depth_two(identity):
     one = planner.Session(identity, "one-step").next()
     two = planner.Session(identity, "lookahead:2").next()
