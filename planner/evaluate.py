@@ -64,6 +64,48 @@ def policy_children(session, node, o: int):
         yield y, float(z), make_node(c, session.admission, outcome_of, post, spent.copy())
 
 
+def fold_policy_tree(session, at_stop, at_observe, *, max_nodes: int, what: str):
+    """Fold the outcome tree a policy's own choices span, bottom-up, memoised.
+
+    Nodes are keyed on the pairs seen (a DAG, like the lookahead's). At a node
+    where the policy stops the value is ``at_stop(node, decision)``; where it
+    acquires ``o``, ``at_observe(node, o, [(y, P(y | node, o), child value), ...])``
+    over :func:`policy_children`. Returns ``(root value, root decision, nodes
+    visited)``; past `max_nodes` distinct nodes a one-line
+    :class:`~planner.errors.PlannerError` names `what`.
+
+    >>> import planner
+    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
+    >>> leaves, first, n = fold_policy_tree(s, lambda node, d: 1, lambda node, o, kids: sum(v for _, _, v in kids),
+    ...                                      max_nodes=100, what="leaf count")
+    >>> leaves, first.observe, n
+    (2, 0, 3)
+    """
+    pol, c = session.policy, session.compiled
+    memo: dict = {}
+    root_decision: list = []
+
+    def visit(node):
+        key = node.outcome_of.tobytes()
+        if key in memo:
+            return memo[key]
+        if len(memo) >= max_nodes:
+            raise PlannerError(f"{what} of {pol.spec} on {c.domain.name} visits more than {max_nodes} nodes")
+        decision = pol.decide(node)
+        if not root_decision:
+            root_decision.append(decision)
+        if decision.observe is None:
+            out = at_stop(node, decision)
+        else:
+            o = decision.observe
+            out = at_observe(node, o, [(y, z, visit(child)) for y, z, child in policy_children(session, node, o)])
+        memo[key] = out
+        return out
+
+    value = visit(session.node)
+    return value, root_decision[0], len(memo)
+
+
 def _pairs(d: dict) -> tuple:
     return tuple(sorted(d.items(), key=lambda kv: (str(type(kv[0])), kv[0])))
 
@@ -202,48 +244,37 @@ def evaluate_policy(domain, policy, *, entitlements=(), purpose=None, decision_t
     pol = session.policy
     D = len(c.dims)
     calls_dim = c.dims.index("calls") if "calls" in c.dims else None
-    memo: dict = {}
-    root_choice: list = []
 
-    def visit(node):
-        key = node.outcome_of.tobytes()
-        hit = memo.get(key)
-        if hit is not None:
-            return hit
-        if len(memo) >= max_nodes:
-            raise PlannerError(f"exact evaluation of {pol.spec} on {c.domain.name} visits more than "
-                               f"{max_nodes} nodes")
-        decision = pol.decide(node)
-        if not memo and not root_choice:
-            root_choice.append(decision.observe)
+    def at_stop(node, decision):
         sub = _Sub(D)
-        if decision.observe is None:
-            stop = session._make_stop(node, decision)  # the session's own stop reasons
-            sub.decision = stop.expected_loss
-            sub.reasons = {stop.reason: 1.0}
-            sub.actions = {stop.action: 1.0}
-            amount = float(node.spent[calls_dim]) if calls_dim is not None else int((node.outcome_of >= 0).sum())
-            sub.calls = {amount: 1.0}
-            sub.acq = {int((node.outcome_of >= 0).sum()): 1.0}
-            sub.spent = np.array(node.spent, dtype=np.float64)
-            sub.leaves = 1
-        else:
-            o = decision.observe
-            sub.penalty = float(c.penalty[o])
-            for _, z, child in policy_children(session, node, o):
-                sub.add(visit(child), z)
-        memo[key] = sub
+        stop = session._make_stop(node, decision)  # the session's own stop reasons
+        sub.decision = stop.expected_loss
+        sub.reasons = {stop.reason: 1.0}
+        sub.actions = {stop.action: 1.0}
+        amount = float(node.spent[calls_dim]) if calls_dim is not None else int((node.outcome_of >= 0).sum())
+        sub.calls = {amount: 1.0}
+        sub.acq = {int((node.outcome_of >= 0).sum()): 1.0}
+        sub.spent = np.array(node.spent, dtype=np.float64)
+        sub.leaves = 1
         return sub
 
-    res = visit(session.node)
-    first = None if root_choice[0] is None else c.obs_names[root_choice[0]]
+    def at_observe(node, o, kids):
+        sub = _Sub(D)
+        sub.penalty = float(c.penalty[o])
+        for _, z, child in kids:
+            sub.add(child, z)
+        return sub
+
+    res, root_decision, n_nodes = fold_policy_tree(session, at_stop, at_observe, max_nodes=max_nodes,
+                                                   what="exact evaluation")
+    first = None if root_decision.observe is None else c.obs_names[root_decision.observe]
     return PolicyEvaluation(
         domain=c.domain.name, policy=pol.spec,
         expected_total_loss=res.decision + res.penalty, expected_decision_loss=res.decision,
         expected_penalty=res.penalty, stop_reasons=_pairs(res.reasons), actions=_pairs(res.actions),
         calls=_pairs(res.calls), acquisitions=_pairs(res.acq),
         expected_spent=tuple((d, float(res.spent[i])) for i, d in enumerate(c.dims)),
-        first=first, n_leaves=res.leaves, n_nodes=len(memo),
+        first=first, n_leaves=res.leaves, n_nodes=n_nodes,
     )
 
 

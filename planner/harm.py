@@ -25,7 +25,6 @@ import attrs
 import numpy as np
 
 from lookahead.core import TIE
-from planner.errors import PlannerError
 
 __all__ = ["AcquisitionHarm", "acquisition_harm", "correct_actions", "format_harms", "MAX_HARM_NODES"]
 
@@ -114,7 +113,7 @@ def acquisition_harm(domain, policy, *, entitlements=(), purpose=None, decision_
     >>> round(h.correct_before, 6), round(h.correct_after, 6)
     (0.45, 0.99)
     """
-    from planner.evaluate import policy_children
+    from planner.evaluate import fold_policy_tree
     from planner.session import Session
 
     session = Session(domain, policy, entitlements=entitlements, purpose=purpose, decision_time=decision_time,
@@ -122,29 +121,19 @@ def acquisition_harm(domain, policy, *, entitlements=(), purpose=None, decision_
     c = session.compiled
     pol = session.policy
     A, S = c.loss.shape
-    memo: dict = {}
 
-    def visit(node) -> np.ndarray:
-        key = node.outcome_of.tobytes()
-        hit = memo.get(key)
-        if hit is not None:
-            return hit
-        if len(memo) >= max_nodes:
-            raise PlannerError(f"acquisition harm of {pol.spec} on {c.domain.name} visits more than "
-                               f"{max_nodes} nodes")
-        decision = pol.decide(node)
+    def at_stop(node, decision):
         out = np.zeros((A, S))
-        if decision.observe is None:
-            out[node.action, :] = 1.0
-        else:
-            o = decision.observe
-            for y, _, child in policy_children(session, node, o):
-                out += c.lik[o, y][None, :] * visit(child)
-        memo[key] = out
+        out[node.action, :] = 1.0
         return out
 
+    def at_observe(node, o, kids):
+        # P(final action | state), so children are weighted by P(y | s), not P(y | belief)
+        return sum(c.lik[o, y][None, :] * child for y, _, child in kids)
+
+    final, _, n_nodes = fold_policy_tree(session, at_stop, at_observe, max_nodes=max_nodes,
+                                         what="acquisition harm")  # [A, S]
     root = session.node
-    final = visit(root)                      # [A, S]
     ok = correct_actions(c.loss)             # [A, S]
     ok0 = ok[root.action]                    # [S]
     prior = np.asarray(c.prior)
@@ -154,7 +143,7 @@ def acquisition_harm(domain, policy, *, entitlements=(), purpose=None, decision_
         harm=float(prior @ (ok0 * (1.0 - ok_after))),
         fixed=float(prior @ (~ok0 * ok_after)),
         correct_before=float(prior @ ok0), correct_after=float(prior @ ok_after),
-        n_nodes=len(memo),
+        n_nodes=n_nodes,
     )
 
 
