@@ -5,8 +5,8 @@ Usage (from the repository root; about 2-5 minutes on a 2-core machine)::
     python3 bench/bench_lookahead.py                 # writes bench/results/lookahead.{md,csv}
     python3 bench/bench_lookahead.py --quick         # a smoke run (small cases, no files unless --out)
 
-For every generated domain (``bench/generate.py``: 8, 16, 32 observations x 8,
-64 joint states, seed 1) and depth 1-4, at the root node:
+For every generated domain (:func:`planner.study.families.benchmark_domain`:
+8, 16, 32 observations x 8, 64 joint states, seed 1) and depth 1-4, at the root node:
 
 - ``search_ms``: one warmed :func:`lookahead.search.expectimax` (memo and
   pruning on), best CPU time of repeats (``*_wall_ms``: best wall time);
@@ -54,14 +54,13 @@ import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-
-import generate  # noqa: E402
 
 import lookahead.search as search  # noqa: E402
 import planner  # noqa: E402
 from lookahead import reference  # noqa: E402
+from planner.domain import Domain  # noqa: E402
 from planner.policies.lookahead import Lookahead  # noqa: E402
+from planner.study.families import benchmark_domain  # noqa: E402
 
 SEED = 1
 SIZES_OBS = (8, 16, 32)
@@ -72,6 +71,11 @@ TREE_KERNEL_MAX = 3_000_000
 COLUMNS = ["n_obs", "n_states", "depth", "eligible", "search_ms", "search_wall_ms", "decide_ms", "decide_wall_ms",
            "nodes", "nodes_per_s", "hit_rate", "pruned", "table_size", "nodes_nopru", "tree", "tree_ratio", "ref_ms",
            "speedup", "numba_tree_ms", "value"]
+
+
+def compiled(n_obs: int, n_states: int, *, seed: int = 1, **kw):
+    """The compiled benchmark domain (:func:`planner.study.families.benchmark_domain`, validated by the loader)."""
+    return planner.compile_domain(Domain.from_dict(benchmark_domain(n_obs, n_states, seed=seed, **kw)))
 
 
 def _args(node, depth):
@@ -172,7 +176,7 @@ t4 = time.perf_counter()
 print(json.dumps({"import_s": t1 - t0, "first_decision_s": t3 - t2, "second_decision_s": t4 - t3}))
 """
 
-RUN_CMD = ["planner", "run", "domains/identity_registry.yaml", "--policy", "lookahead:2",
+RUN_CMD = ["planner", "run", "identity_registry", "--policy", "lookahead:2",  # the shipped domain by name
            "--world", "approval=approved"]
 
 
@@ -196,7 +200,7 @@ def cold_start():
 
 
 def cap_demo():
-    node = planner.Session(generate.compiled(32, 64, seed=SEED)).node
+    node = planner.Session(compiled(32, 64, seed=SEED)).node
     t = time.perf_counter()
     try:
         Lookahead(depth=6).decide(node)
@@ -261,9 +265,10 @@ def write(rows, cold, cap, command, out: Path, started: str, machine_text: str, 
         "Speed-ups compare CPU times measured in the same process moments apart; between two runs",
         "of this script on this machine they have moved by up to about a third.",
         "",
-        "Domains: `bench/generate.py` (seed 1): n_obs observations (2-3 outcomes, a fifth with a",
-        "failure rate, a quarter of the later ones behind a precondition), n_states joint states,",
-        "4 actions, one gated. Root node of a fresh session; `eligible` observations at the root.",
+        "Domains: `planner.study.families.benchmark_domain(n_obs, n_states, seed=1)`: n_obs",
+        "observations (2-3 outcomes, a fifth with a failure rate, a quarter of the later ones",
+        "behind a precondition), n_states joint states, 4 actions, one gated. Root node of a",
+        "fresh session; `eligible` observations at the root.",
         "",
         "Columns: `search_ms` CPU time of one warmed `lookahead.search.expectimax` (memo and",
         "pruning on); `decide_ms` CPU time of one warmed `Lookahead(depth).decide(node)` (search,",
@@ -346,7 +351,7 @@ def main(argv=None):
     rows = []
     for n_obs in obs_sizes:
         for n_states in SIZES_STATES:
-            node = planner.Session(generate.compiled(n_obs, n_states, seed=SEED)).node
+            node = planner.Session(compiled(n_obs, n_states, seed=SEED)).node
             cost = None
             for depth in depths:
                 row = {"n_obs": n_obs, "n_states": n_states, "depth": depth}

@@ -1,4 +1,4 @@
-"""Domain families of the depth-comparison study (issue 6): a thin re-export.
+"""Domain families of the depth-comparison study (issue 6) and the lookahead benchmark's domains: a thin re-export.
 
 The generator lives in the package, :mod:`planner.study.families`, so that
 ``planner bench depth`` works from a plain install; this file keeps the path
@@ -6,19 +6,53 @@ the issue names. Write a family's domains out as YAML, for example::
 
     python bench/families.py prerequisite 3 --out /tmp/prereq   # 3 instances x 3 budget levels
     planner validate /tmp/prereq/*.yaml
+
+or print one of the lookahead benchmark's domains
+(:func:`planner.study.families.benchmark_domain`) as YAML, for ``planner run``
+or ``planner explain``::
+
+    python bench/families.py benchmark 16 64 --seed 3 > /tmp/random.yaml
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from planner.study.families import *  # noqa: F401,F403 - the re-export is the point
-from planner.study.families import BUDGET_LEVELS, FAMILIES, __all__, family_domain, to_yaml  # noqa: F401
+from planner.study.families import (  # noqa: F401
+    BUDGET_LEVELS,
+    FAMILIES,
+    __all__,
+    benchmark_domain,
+    family_domain,
+    to_yaml,
+)
+
+
+def _benchmark(argv) -> int:
+    p = argparse.ArgumentParser(prog="families.py benchmark",
+                                description="print one of the lookahead benchmark's domains as YAML")
+    p.add_argument("n_obs", type=int)
+    p.add_argument("n_states", type=int, help="a power of two >= 4")
+    p.add_argument("--seed", type=int, default=1, help="default 1, the benchmark's")
+    p.add_argument("--precondition-rate", type=float, default=0.25)
+    args = p.parse_args(argv)
+    from planner.domain import Domain
+
+    data = benchmark_domain(args.n_obs, args.n_states, seed=args.seed, precondition_rate=args.precondition_rate)
+    Domain.from_dict(data)  # validate
+    sys.stdout.write(to_yaml(data))
+    return 0
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="write generated domains of one family as YAML files")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["benchmark"]:
+        return _benchmark(argv[1:])
+    p = argparse.ArgumentParser(description="write generated domains of one family as YAML files "
+                                            "(or: benchmark N_OBS N_STATES [--seed S] prints a benchmark domain)")
     p.add_argument("family", choices=list(FAMILIES))
     p.add_argument("instances", type=int)
     p.add_argument("--out", default=".", help="output directory")

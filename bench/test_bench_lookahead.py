@@ -4,25 +4,27 @@ Run from the repository root::
 
     python3 -m pytest bench/test_bench_lookahead.py --benchmark-enable -q
 
-The committed tables come from ``bench/bench_lookahead.py``, which also times
-the pure-Python reference, counts the tree and measures cold starts.
+The domains are :func:`planner.study.families.benchmark_domain` (seed 1), as
+in ``bench/bench_lookahead.py``; the committed tables come from that script,
+which also times the pure-Python reference, counts the tree and measures cold starts.
 """
 
 from __future__ import annotations
 
 import pytest
 
-import generate
 import planner
 from lookahead import reference
 from lookahead.search import expectimax
+from planner.domain import Domain
 from planner.policies.lookahead import Lookahead
+from planner.study.families import benchmark_domain
 
 CASES = [(n_obs, n_states, depth) for n_obs in (8, 16, 32) for n_states in (8, 64) for depth in (1, 2, 3)]
 
 
 def _node(n_obs, n_states):
-    return planner.Session(generate.compiled(n_obs, n_states, seed=1)).node
+    return planner.Session(planner.compile_domain(Domain.from_dict(benchmark_domain(n_obs, n_states, seed=1)))).node
 
 
 def _args(node, depth):

@@ -1,9 +1,9 @@
 """Numba kernels for one decision node: facts, permitted actions, belief, risk, EVSI.
 
-Arrays in, arrays out; no Python objects inside a kernel. Axis letters and the
-layout of the ``facts`` tuple are documented once, in :mod:`planner.compile`
-(``S`` states, ``A`` actions, ``O`` observations, ``Y`` outcome slots, ``P``
-propositions, ``D`` budget dimensions, ``N`` expression nodes).
+Arrays in, arrays out; no Python objects inside a kernel. The fact tables and
+their codes are named once, in :mod:`lookahead.layout` (:class:`~lookahead.layout.Facts`);
+axis letters: ``S`` states, ``A`` actions, ``O`` observations, ``Y`` outcome
+slots, ``P`` propositions, ``D`` budget dimensions, ``N`` expression nodes.
 
 A *node* is the set of (observation, outcome) pairs seen so far, held as
 ``outcome_of : int64[O]`` (-1 where not taken). Everything else at a node
@@ -16,11 +16,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from lookahead.layout import (
+    EST_SUPERSEDE,
+    EXPR_ESTABLISHED,
+    EXPR_OR,
+    EXPR_RETURNED,
+    NO_EXPR,
+    NOT_TAKEN,
+    STATUS_CONTRADICTED,
+    STATUS_NONE,
+)
+
 __all__ = [
     "TIE",
     "BUDGET_TOL",
     "established_status",
-    "eval_facts",
     "permitted_actions",
     "available_observations",
     "node_facts",
@@ -40,9 +50,6 @@ TIE = 1e-12
 #: fits a limit of 0.3. Far below any cost a domain file can mean.
 BUDGET_TOL = 1e-9
 
-STATUS_NONE = -1
-STATUS_CONTRADICTED = -2
-
 
 # The ``_*_into`` helpers write into caller-owned buffers and are inlined
 # (``inline="always"``): the search kernel (lookahead.search) calls them at
@@ -59,32 +66,32 @@ def _status_into(outcome_of, est_prop, est_kind, est_value, work):
     """
     n_props = work.shape[1]
     for p in range(n_props):
-        work[0, p] = -1
-        work[1, p] = -1
+        work[0, p] = STATUS_NONE
+        work[1, p] = STATUS_NONE
     for o in range(outcome_of.shape[0]):
         y = outcome_of[o]
-        if y < 0:
+        if y < 0:  # not taken
             continue
         p = est_prop[o]
-        if p < 0:
+        if p < 0:  # establishes nothing
             continue
         v = est_value[o, y]
-        if v < 0:
+        if v < 0:  # this outcome establishes no value
             continue
-        k = 1 if est_kind[o] == 2 else 0
-        if work[k, p] == -1:
+        k = 1 if est_kind[o] == EST_SUPERSEDE else 0
+        if work[k, p] == STATUS_NONE:
             work[k, p] = v
         elif work[k, p] != v:
-            work[k, p] = -2
+            work[k, p] = STATUS_CONTRADICTED
     for p in range(n_props):
-        work[2, p] = work[1, p] if work[1, p] != -1 else work[0, p]
+        work[2, p] = work[1, p] if work[1, p] != STATUS_NONE else work[0, p]
     return work
 
 
 @njit(cache=True, inline="always")
 def _combine_row(vals, r, i, expr_kind, expr_start, expr_count, expr_children):
-    """AND (kind 2) / OR (kind 3) node `i` of ``vals[r]`` from its children."""
-    want = expr_kind[i] == 3  # OR looks for a true child, AND for a false one
+    """AND / OR node `i` of ``vals[r]`` from its children."""
+    want = expr_kind[i] == EXPR_OR  # OR looks for a true child, AND for a false one
     out = not want
     for j in range(expr_start[i], expr_start[i] + expr_count[i]):
         if vals[r, expr_children[j]] == want:
@@ -98,9 +105,9 @@ def _facts_into(outcome_of, work, expr_kind, expr_a, expr_b, expr_start, expr_co
     """Every fact-expression node into ``vals[0]`` (status in ``work[2]``; children precede parents)."""
     for i in range(expr_kind.shape[0]):
         k = expr_kind[i]
-        if k == 0:
+        if k == EXPR_ESTABLISHED:
             vals[0, i] = work[2, expr_a[i]] == expr_b[i]
-        elif k == 1:
+        elif k == EXPR_RETURNED:
             vals[0, i] = outcome_of[expr_a[i]] == expr_b[i]
         else:
             _combine_row(vals, 0, i, expr_kind, expr_start, expr_count, expr_children)
@@ -113,10 +120,10 @@ def _holds_row(root, mentions, row, vals, work):
 
     False when it mentions a contradicted proposition (``mentions[row]``).
     """
-    if root < 0:
+    if root == NO_EXPR:
         return True
     for p in range(mentions.shape[1]):
-        if mentions[row, p] and work[2, p] == -2:
+        if mentions[row, p] and work[2, p] == STATUS_CONTRADICTED:
             return False
     return vals[0, root]
 
@@ -132,21 +139,21 @@ def _reach_into(outcome_of, admitted, est_prop, est_value, ek, ea, eb, es, ec, e
         if work[2, p] >= 0:
             can[p, work[2, p]] = True
     for o in range(outcome_of.shape[0]):
-        if outcome_of[o] >= 0 or not admitted[o] or est_prop[o] < 0:
+        if outcome_of[o] != NOT_TAKEN or not admitted[o] or est_prop[o] < 0:
             continue
         for y in range(est_value.shape[1]):
             if est_value[o, y] >= 0:
                 can[est_prop[o], est_value[o, y]] = True
     for i in range(ek.shape[0]):
         k = ek[i]
-        if k == 0:
+        if k == EXPR_ESTABLISHED:
             vals[1, i] = can[ea[i], eb[i]]
-        elif k == 1:
-            vals[1, i] = outcome_of[ea[i]] == eb[i] or (outcome_of[ea[i]] < 0 and admitted[ea[i]])
+        elif k == EXPR_RETURNED:
+            vals[1, i] = outcome_of[ea[i]] == eb[i] or (outcome_of[ea[i]] == NOT_TAKEN and admitted[ea[i]])
         else:
             _combine_row(vals, 1, i, ek, es, ec, ech)
     for a in range(action_req.shape[0]):
-        flags[1, a] = action_req[a] < 0 or vals[1, action_req[a]]
+        flags[1, a] = action_req[a] == NO_EXPR or vals[1, action_req[a]]
     return flags
 
 
@@ -154,8 +161,9 @@ def _reach_into(outcome_of, admitted, est_prop, est_value, ek, ea, eb, es, ec, e
 def established_status(outcome_of, est_prop, est_kind, est_value, n_props):
     """Established value of each proposition at a node.
 
-    Returns ``int64[P]``: the value index, -1 when nothing establishes it, -2
-    when current establishing sources disagree (contradicted). Superseding
+    Returns ``int64[P]``: the value index, :data:`~lookahead.layout.STATUS_NONE`
+    when nothing establishes it, :data:`~lookahead.layout.STATUS_CONTRADICTED`
+    when current establishing sources disagree. Superseding
     sources take precedence over establishing ones whatever the order they were
     seen in (so the status is a function of the set of pairs); two superseding
     sources that disagree contradict each other.
@@ -166,46 +174,37 @@ def established_status(outcome_of, est_prop, est_kind, est_value, n_props):
 
 
 @njit(cache=True)
-def eval_facts(outcome_of, status, expr_kind, expr_a, expr_b, expr_start, expr_count, expr_children):
-    """Truth of every fact-expression node (``bool[N]``), children first."""
-    work = np.empty((3, status.shape[0]), dtype=np.int64)
-    work[2] = status
-    vals = np.zeros((2, expr_kind.shape[0]), dtype=np.bool_)
-    _facts_into(outcome_of, work, expr_kind, expr_a, expr_b, expr_start, expr_count, expr_children, vals)
-    return vals[0].copy()
-
-
-@njit(cache=True)
 def _node_facts(outcome_of, facts):
     """Status buffer and fact values at a node (the allocation path of the wrappers)."""
-    (est_prop, est_kind, est_value, ek, ea, eb, es, ec, ech, action_req, obs_req, amen, omen) = facts
-    work = np.empty((3, amen.shape[1]), dtype=np.int64)
-    _status_into(outcome_of, est_prop, est_kind, est_value, work)
-    vals = np.zeros((2, ek.shape[0]), dtype=np.bool_)
-    _facts_into(outcome_of, work, ek, ea, eb, es, ec, ech, vals)
+    work = np.empty((3, facts.action_mentions.shape[1]), dtype=np.int64)
+    _status_into(outcome_of, facts.est_prop, facts.est_kind, facts.est_value, work)
+    vals = np.zeros((2, facts.expr_kind.shape[0]), dtype=np.bool_)
+    _facts_into(outcome_of, work, facts.expr_kind, facts.expr_a, facts.expr_b, facts.expr_start, facts.expr_count,
+                facts.expr_children, vals)
     return work, vals
+
+
+@njit(cache=True, inline="always")
+def _holds_all(req, mentions, vals, work):
+    """``bool[len(req)]``: which of the expressions rooted at `req` hold (status ``work[2]``, facts ``vals[0]``)."""
+    out = np.empty(req.shape[0], dtype=np.bool_)
+    for i in range(req.shape[0]):
+        out[i] = _holds_row(req[i], mentions, i, vals, work)
+    return out
 
 
 @njit(cache=True)
 def permitted_actions(outcome_of, facts):
     """``bool[A]``: actions whose evidence requirements hold at the node."""
     work, vals = _node_facts(outcome_of, facts)
-    action_req, amen = facts[9], facts[11]
-    out = np.empty(action_req.shape[0], dtype=np.bool_)
-    for a in range(action_req.shape[0]):
-        out[a] = _holds_row(action_req[a], amen, a, vals, work)
-    return out
+    return _holds_all(facts.action_req, facts.action_mentions, vals, work)
 
 
 @njit(cache=True)
 def available_observations(outcome_of, facts):
     """``bool[O]``: observations whose preconditions hold at the node."""
     work, vals = _node_facts(outcome_of, facts)
-    obs_req, omen = facts[10], facts[12]
-    out = np.empty(obs_req.shape[0], dtype=np.bool_)
-    for o in range(obs_req.shape[0]):
-        out[o] = _holds_row(obs_req[o], omen, o, vals, work)
-    return out
+    return _holds_all(facts.obs_req, facts.obs_mentions, vals, work)
 
 
 @njit(cache=True)
@@ -217,13 +216,8 @@ def node_facts(outcome_of, facts):
     :func:`available_observations` give, with the facts evaluated once.
     """
     work, vals = _node_facts(outcome_of, facts)
-    action_req, obs_req, amen, omen = facts[9], facts[10], facts[11], facts[12]
-    permitted = np.empty(action_req.shape[0], dtype=np.bool_)
-    for a in range(action_req.shape[0]):
-        permitted[a] = _holds_row(action_req[a], amen, a, vals, work)
-    available = np.empty(obs_req.shape[0], dtype=np.bool_)
-    for o in range(obs_req.shape[0]):
-        available[o] = _holds_row(obs_req[o], omen, o, vals, work)
+    permitted = _holds_all(facts.action_req, facts.action_mentions, vals, work)
+    available = _holds_all(facts.obs_req, facts.obs_mentions, vals, work)
     return work[2].copy(), permitted, available
 
 
@@ -326,13 +320,15 @@ def reachable_actions(outcome_of, admitted, facts, n_values):
     are ignored, which only enlarges the set: the EVPI built on it stays an
     upper bound of every EVSI.
     """
-    (est_prop, est_kind, est_value, ek, ea, eb, es, ec, ech, action_req, obs_req, amen, omen) = facts
-    work = np.empty((3, amen.shape[1]), dtype=np.int64)
-    _status_into(outcome_of, est_prop, est_kind, est_value, work)
-    can = np.zeros((amen.shape[1], n_values), dtype=np.bool_)
-    vals = np.zeros((2, ek.shape[0]), dtype=np.bool_)
-    flags = np.zeros((2, action_req.shape[0]), dtype=np.bool_)
-    _reach_into(outcome_of, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals, flags)
+    f = facts
+    n_props = f.action_mentions.shape[1]
+    work = np.empty((3, n_props), dtype=np.int64)
+    _status_into(outcome_of, f.est_prop, f.est_kind, f.est_value, work)
+    can = np.zeros((n_props, n_values), dtype=np.bool_)
+    vals = np.zeros((2, f.expr_kind.shape[0]), dtype=np.bool_)
+    flags = np.zeros((2, f.action_req.shape[0]), dtype=np.bool_)
+    _reach_into(outcome_of, admitted, f.est_prop, f.est_value, f.expr_kind, f.expr_a, f.expr_b, f.expr_start,
+                f.expr_count, f.expr_children, f.action_req, work, can, vals, flags)
     return flags[1].copy()
 
 

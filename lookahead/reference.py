@@ -23,6 +23,16 @@ from typing import NamedTuple
 import numpy as np
 
 from lookahead.core import BUDGET_TOL, TIE
+from lookahead.layout import (
+    EST_SUPERSEDE,
+    EXPR_AND,
+    EXPR_ESTABLISHED,
+    EXPR_RETURNED,
+    NO_EXPR,
+    STATUS_CONTRADICTED,
+    STATUS_NONE,
+    Facts,
+)
 
 __all__ = ["ReferenceResult", "expectimax", "node_risk"]
 
@@ -39,30 +49,30 @@ class ReferenceResult(NamedTuple):
 
 
 def _status(oc, est_prop, est_kind, est_value, n_props):
-    est = [-1] * n_props
-    sup = [-1] * n_props
+    est = [STATUS_NONE] * n_props
+    sup = [STATUS_NONE] * n_props
     for o, y in enumerate(oc):
-        if y < 0 or est_prop[o] < 0:
+        if y < 0 or est_prop[o] < 0:  # not taken, or establishes nothing
             continue
         p, v = est_prop[o], est_value[o][y]
         if v < 0:
             continue
-        table = sup if est_kind[o] == 2 else est
-        if table[p] == -1:
+        table = sup if est_kind[o] == EST_SUPERSEDE else est
+        if table[p] == STATUS_NONE:
             table[p] = v
         elif table[p] != v:
-            table[p] = -2
-    return [sup[p] if sup[p] != -1 else est[p] for p in range(n_props)]
+            table[p] = STATUS_CONTRADICTED
+    return [sup[p] if sup[p] != STATUS_NONE else est[p] for p in range(n_props)]
 
 
 def _eval(oc, status, kind, a, b, start, count, children):
     val = [False] * len(kind)
     for i, k in enumerate(kind):
-        if k == 0:
+        if k == EXPR_ESTABLISHED:
             val[i] = status[a[i]] == b[i]
-        elif k == 1:
+        elif k == EXPR_RETURNED:
             val[i] = oc[a[i]] == b[i]
-        elif k == 2:
+        elif k == EXPR_AND:
             val[i] = all(val[children[j]] for j in range(start[i], start[i] + count[i]))
         else:
             val[i] = any(val[children[j]] for j in range(start[i], start[i] + count[i]))
@@ -70,12 +80,25 @@ def _eval(oc, status, kind, a, b, start, count, children):
 
 
 def _holds(root, mentions, val, status):
-    if root < 0:
+    if root == NO_EXPR:
         return True
     for p, m in enumerate(mentions):
-        if m and status[p] == -2:
+        if m and status[p] == STATUS_CONTRADICTED:
             return False
     return val[root]
+
+
+def _lists(facts) -> Facts:
+    """The fact tables as nested Python lists, by name."""
+    return Facts(*(np.asarray(x).tolist() for x in facts))
+
+
+def _node(oc, f: Facts):
+    """Status and expression values at a node, in pure Python."""
+    n_props = len(f.action_mentions[0]) if f.action_mentions else 0
+    status = _status(oc, f.est_prop, f.est_kind, f.est_value, n_props)
+    val = _eval(oc, status, f.expr_kind, f.expr_a, f.expr_b, f.expr_start, f.expr_count, f.expr_children)
+    return status, val
 
 
 def _risk(belief, loss, permitted):
@@ -95,15 +118,13 @@ def node_risk(belief, outcome_of, loss, facts) -> float:
     """R at a node, in pure Python (``bayes_risk`` under ``permitted_actions``).
 
     >>> import planner
-    >>> c = planner.compile_domain(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
+    >>> c = planner.compile_domain(planner.load_domain("payment_release"))
     >>> round(node_risk(c.prior, [-1] * 4, c.loss, c.facts), 3)
     4.85
     """
-    f = [x.tolist() for x in facts]
-    oc = list(outcome_of)
-    status = _status(oc, f[0], f[1], f[2], len(f[11][0]) if f[11] else 0)
-    val = _eval(oc, status, *f[3:9])
-    permitted = [_holds(f[9][a], f[11][a], val, status) for a in range(len(f[9]))]
+    f = _lists(facts)
+    status, val = _node(list(outcome_of), f)
+    permitted = [_holds(f.action_req[a], f.action_mentions[a], val, status) for a in range(len(f.action_req))]
     return _risk([float(x) for x in belief], np.asarray(loss).tolist(), permitted)
 
 
@@ -114,7 +135,7 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     Examples
     --------
     >>> import planner
-    >>> n = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml")).node
+    >>> n = planner.Session(planner.load_domain("payment_release")).node
     >>> c = n.compiled
     >>> res = expectimax(n.belief, n.outcome_of, n.spent, n.eligible, n.admission.admitted, 2, c.lik,
     ...                  c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty)
@@ -129,9 +150,7 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     L = np.asarray(lik).tolist()
     ny = [int(x) for x in n_outcomes]
     LOSS = np.asarray(loss).tolist()
-    f = [x.tolist() for x in facts]
-    est_prop, est_kind, est_value, kind, ea, eb, es, ec, ech, action_req, obs_req, amen, omen = f
-    n_props = len(amen[0]) if amen else 0
+    f = _lists(facts)
     C = np.asarray(cost).tolist()
     LIM = [float(x) for x in limits]
     PEN = [float(x) for x in penalty]
@@ -165,16 +184,15 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
             for o, _ in order:
                 x += C[o][d]
             sp.append(x)
-        status = _status(oc, est_prop, est_kind, est_value, n_props)
-        val = _eval(oc, status, kind, ea, eb, es, ec, ech)
-        permitted = [_holds(action_req[a], amen[a], val, status) for a in range(len(action_req))]
+        status, val = _node(oc, f)
+        permitted = [_holds(f.action_req[a], f.action_mentions[a], val, status) for a in range(len(f.action_req))]
         risk = _risk(bel, LOSS, permitted)
         if r == 0:
             return risk
         best = risk
         for o in range(O):
             if pairs:
-                ok = (adm[o] and oc[o] < 0 and _holds(obs_req[o], omen[o], val, status)
+                ok = (adm[o] and oc[o] < 0 and _holds(f.obs_req[o], f.obs_mentions[o], val, status)
                       and all(sp[d] + C[o][d] <= LIM[d] + BUDGET_TOL for d in range(D)))
             else:
                 ok = mask0[o]

@@ -1,6 +1,6 @@
 """Memoised depth-limited expectimax over acquisition plans (numba).
 
-The recursion is the design's (DESIGN.md, "Depth-d lookahead")::
+The recursion (receding-horizon depth-d lookahead)::
 
     V_0(n) = R(n)
     V_d(n) = min(R(n), min_o [penalty(o) + sum_y P(y | n, o) V_{d-1}(n + (o, y))])
@@ -351,7 +351,12 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     path_o = np.full(L, -1, dtype=INT)
     path_y = np.full(L, -1, dtype=INT)
     order = np.empty(L, dtype=INT)
-    (est_prop, est_kind, est_value, ek, ea, eb, es, ec, ech, action_req, obs_req, amen, omen) = facts
+    # the fact tables by name (lookahead.layout.Facts), bound once outside the loop
+    est_prop, est_kind, est_value = facts.est_prop, facts.est_kind, facts.est_value
+    ek, ea, eb = facts.expr_kind, facts.expr_a, facts.expr_b
+    es, ec, ech = facts.expr_start, facts.expr_count, facts.expr_children
+    action_req, obs_req = facts.action_req, facts.obs_req
+    amen, omen = facts.action_mentions, facts.obs_mentions
     P = amen.shape[1]
     work = np.empty((3, P), dtype=INT)
     vals = np.zeros((2, ek.shape[0]), dtype=np.bool_)
@@ -555,7 +560,7 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     (registry EVSI 3.911) and depth 2 cannot do better.
 
     >>> import planner
-    >>> n = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml")).node
+    >>> n = planner.Session(planner.load_domain("payment_release")).node
     >>> c = n.compiled
     >>> n_values = max(len(v) for v in c.prop_values)
     >>> res = [expectimax(n.belief, n.outcome_of, n.spent, n.eligible, n.admission.admitted, d, c.lik,
@@ -599,7 +604,7 @@ def lookup(result: SearchResult, pairs, remaining: int):
     number of pairs, for a node the search expanded).
 
     >>> import planner
-    >>> n = planner.Session(planner.load_domain(planner.DOMAINS / "identity_registry.yaml")).node
+    >>> n = planner.Session(planner.load_domain("identity_registry")).node
     >>> c = n.compiled
     >>> res = expectimax(n.belief, n.outcome_of, n.spent, n.eligible, n.admission.admitted, 2, c.lik,
     ...                  c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, 2)
@@ -651,12 +656,12 @@ def plan_from(result: SearchResult, first: int, belief, outcome_of, lik, n_outco
     (:func:`canonical_belief`) to give each outcome's probability.
 
     >>> import planner
-    >>> n = planner.Session(planner.load_domain(planner.DOMAINS / "identity_registry.yaml")).node
+    >>> n = planner.Session(planner.load_domain("identity_registry")).node
     >>> c = n.compiled
     >>> res = expectimax(n.belief, n.outcome_of, n.spent, n.eligible, n.admission.admitted, 2, c.lik,
     ...                  c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, 2)
     >>> plan = plan_from(res, 0, n.belief, n.outcome_of, c.lik, c.n_outcomes, c.loss, c.facts, c.penalty)
-    >>> [(x["outcome"], x["p"], x["then"].get("observe")) for x in plan["outcomes"]]
+    >>> [(x["outcome"], round(x["p"], 9), x["then"].get("observe")) for x in plan["outcomes"]]
     [(0, 0.9, 1), (1, 0.1, None)]
     """
     root_oc = np.asarray(outcome_of, dtype=INT)

@@ -1,33 +1,40 @@
 """evidence-planner: plan evidence acquisition under a budget.
 
-The public API: load a domain, open a :class:`Session` with a policy, ask
-``next()``, ``record()`` outcomes, read the receipt.
+The public API: load a domain, open a :class:`Session` with a policy (for a
+:class:`Caller`), ask ``next()``, ``record()`` outcomes, read the receipt.
 
 >>> import planner
->>> domain = planner.load_domain(planner.DOMAINS / "payment_release.yaml")
+>>> domain = planner.load_domain("payment_release")     # a shipped domain, or any file path
 >>> session = planner.Session(domain, "one-step")
 >>> session.next().observation
 'approval_registry'
 """
 
-from pathlib import Path
-
-from planner.admission import admit
+from planner import andor
+from planner.admission import Reason, admit
+from planner.caller import Caller
 from planner.compile import CompiledDomain, compile_domain
-from planner.errors import DomainError, PlannerError, SearchCapError, SessionError
-from planner.loader import load_domain
-from planner.model import Domain
-from planner.node import Candidate, Decision, Node
+from planner.domain import DOMAINS, Domain, load_domain, shipped_domains
+from planner.errors import (
+    CallerError,
+    DomainError,
+    PlannerError,
+    PolicyError,
+    ReceiptError,
+    SearchCapError,
+    SessionError,
+    WorldError,
+)
+from planner.node import Candidate, Decision, Node, root_node
 from planner.policies import NoRetrieval, OneStepEVSI, Policy, StaticTopK, parse_policy
-from planner.session import STOP_REASONS, Observe, Session, Stop, StopReason
+from planner.session import STOP_REASONS, Observe, Session, Step, Stop, StopReason
 
 __version__ = "0.1.0"
 
-#: The domain files shipped in the repository (``domains/`` beside the package).
-DOMAINS = Path(__file__).resolve().parent.parent / "domains"
-
 __all__ = [
     "DOMAINS",
+    "Caller",
+    "CallerError",
     "Candidate",
     "CompiledDomain",
     "Decision",
@@ -39,15 +46,23 @@ __all__ = [
     "OneStepEVSI",
     "PlannerError",
     "Policy",
+    "PolicyError",
+    "Reason",
+    "ReceiptError",
     "STOP_REASONS",
     "SearchCapError",
     "Session",
     "SessionError",
     "StaticTopK",
+    "Step",
     "Stop",
     "StopReason",
+    "WorldError",
     "admit",
+    "andor",
     "compile_domain",
     "load_domain",
     "parse_policy",
+    "root_node",
+    "shipped_domains",
 ]

@@ -1,11 +1,15 @@
 """Admission: the hard gates every observation passes before it is scored.
 
 Gates are checked in the order entitlement, purpose, freshness, budget,
-precondition; the first failure is the reason shown (:func:`gate_reasons`
-lists all). The first three depend only on the caller (its entitlements, the
-decision's purpose and time) and are fixed for a session: :class:`Admission`
-computes them once. Budget and preconditions change along a session and are
-checked at each node (:func:`planner.node.make_node`).
+precondition; the first failure is the reason shown, a node keeps all. The
+first three depend only on the caller (its entitlements, the decision's
+purpose and time) and are fixed for a session: :func:`admit` computes them
+once. Budget and preconditions change along a session and are checked at each
+node (:mod:`planner.node`).
+
+A failed gate is a :class:`Reason`: data (the gate, and the budget dimension
+or the unmet expression), rendered as text only at the edge (receipts, the
+CLI) by :meth:`Reason.text`.
 """
 
 from __future__ import annotations
@@ -15,21 +19,82 @@ import datetime as _dt
 import attrs
 import numpy as np
 
-from planner.compile import CompiledDomain
+from lookahead.layout import STATUS_CONTRADICTED
+from planner.caller import Caller
+from planner.compile import CompiledDomain, compile_domain
 
 __all__ = [
-    "PERMISSION_DENIED",
-    "PURPOSE_MISMATCH",
-    "STALE",
+    "GATES",
+    "ENTITLEMENT",
+    "PURPOSE",
+    "FRESHNESS",
+    "BUDGET",
+    "PRECONDITION",
+    "Reason",
     "Admission",
     "admit",
     "record_age_minutes",
     "max_age_minutes",
+    "precondition_reason",
+    "prepare",
 ]
 
-PERMISSION_DENIED = "permission denied"
-PURPOSE_MISMATCH = "purpose mismatch"
-STALE = "stale for this decision"
+#: The gates, in the order they are checked.
+ENTITLEMENT, PURPOSE, FRESHNESS, BUDGET, PRECONDITION = "entitlement", "purpose", "freshness", "budget", "precondition"
+GATES = (ENTITLEMENT, PURPOSE, FRESHNESS, BUDGET, PRECONDITION)
+
+_TEXT = {ENTITLEMENT: "permission denied", PURPOSE: "purpose mismatch", FRESHNESS: "stale for this decision"}
+
+
+@attrs.frozen(kw_only=True)
+class Reason:
+    """One failed gate.
+
+    Attributes
+    ----------
+    gate : str
+        One of :data:`GATES`.
+    dimension : str, optional
+        The budget dimension that does not fit (gate ``budget``).
+    expression : planner.model.FactExpr, optional
+        The unmet precondition (gate ``precondition``).
+    contradicted : tuple of str
+        Propositions the precondition mentions that are contradicted (they
+        block it whatever else holds).
+
+    Examples
+    --------
+    >>> Reason(gate=BUDGET, dimension="calls").text()
+    'budget exceeded: calls'
+    >>> from planner.model import Returned
+    >>> Reason(gate=PRECONDITION, expression=Returned("identity_resolution", "resolved")).text()
+    'precondition unmet: identity_resolution returned resolved'
+    """
+
+    gate: str = attrs.field(validator=attrs.validators.in_(GATES))
+    dimension: str | None = None
+    expression: object = None
+    contradicted: tuple = attrs.field(default=(), converter=tuple)
+
+    @property
+    def static(self) -> bool:
+        """A caller-fixed gate (entitlement, purpose, freshness): it cannot change within a session."""
+        return self.gate in (ENTITLEMENT, PURPOSE, FRESHNESS)
+
+    def text(self, render=str) -> str:
+        """The reason as the receipts and the CLI print it.
+
+        `render` turns the precondition's expression into text (default
+        ``str``); a redacted receipt passes one that hides names.
+        """
+        if self.gate == BUDGET:
+            return f"budget exceeded: {self.dimension}"
+        if self.gate == PRECONDITION:
+            text = "precondition unmet: " + render(self.expression)
+            if self.contradicted:
+                text += f" ({', '.join(self.contradicted)} contradicted)"
+            return text
+        return _TEXT[self.gate]
 
 
 def max_age_minutes(domain, obs) -> float | None:
@@ -67,75 +132,89 @@ class Admission:
 
     Attributes
     ----------
-    static_reasons : tuple of (str or None)
-        Per observation: the first failed static gate, or None.
-    all_static_reasons : tuple of tuple of str
-        Per observation: every failed static gate, in gate order.
+    caller : Caller
+        The caller, with the purpose resolved (the domain's when the caller
+        gives none).
+    static_reasons : tuple of tuple of Reason
+        Per observation: every failed caller-fixed gate, in gate order (empty
+        when admitted).
     admitted : bool[O]
-        No static gate failed.
+        No caller-fixed gate failed.
     """
 
-    entitlements: frozenset
-    purpose: str | None
-    decision_time: _dt.datetime | None
+    caller: Caller
     static_reasons: tuple
-    all_static_reasons: tuple
     admitted: np.ndarray
 
+    @property
+    def purpose(self) -> str | None:
+        return self.caller.purpose
 
-def precondition_text(compiled: CompiledDomain, o: int, status) -> str:
-    """The unmet precondition of `o`, with any contradiction that blocks it.
 
-    `status` is the node's established status (``int64[P]``, -2: contradicted).
+def precondition_reason(compiled: CompiledDomain, o: int, status) -> Reason:
+    """The unmet precondition of `o` as a :class:`Reason`, with any contradiction that blocks it.
+
+    `status` is the node's established status (``int64[P]``).
     """
-    text = str(compiled.domain.observations[o].requires)
     blocked = [compiled.prop_names[p] for p in range(len(compiled.prop_names))
-               if compiled.facts[12][o, p] and status[p] == -2]
-    if blocked:
-        text += f" ({', '.join(blocked)} contradicted)"
-    return text
+               if compiled.facts.obs_mentions[o, p] and status[p] == STATUS_CONTRADICTED]
+    return Reason(gate=PRECONDITION, expression=compiled.domain.observations[o].requires, contradicted=blocked)
 
 
-def admit(compiled: CompiledDomain, *, entitlements=(), purpose=None, decision_time=None) -> Admission:
+def admit(compiled: CompiledDomain, caller: Caller | None = None) -> Admission:
     """Apply the caller-fixed gates (entitlement, purpose, freshness).
 
     Parameters
     ----------
     compiled : CompiledDomain
-    entitlements : iterable of str
-        What the subject holds; an observation naming an entitlement outside
-        this set is rejected as ``permission denied``.
-    purpose : str, optional
-        The decision's purpose; defaults to the domain's. An observation that
-        lists purposes is admitted only for those.
-    decision_time : datetime, optional
-        Needed only when records give ``as_of`` instead of ``age_minutes``.
+    caller : Caller, optional
+        The entitlements the subject holds (an observation naming another is
+        rejected as ``permission denied``), the decision's purpose (default:
+        the domain's; an observation that lists purposes is admitted only for
+        those) and its time (needed only when records give ``as_of``).
 
     Examples
     --------
-    >>> import planner, pathlib
-    >>> from planner.compile import compile_domain
-    >>> c = compile_domain(planner.load_domain(pathlib.Path(planner.__file__).parent.parent
-    ...                                        / "domains/payment_release.yaml"))
-    >>> admit(c).static_reasons
-    (None, None, 'stale for this decision', 'permission denied')
+    >>> import planner
+    >>> c = planner.compile_domain(planner.load_domain("payment_release"))
+    >>> [r[0].text() if r else None for r in admit(c).static_reasons]
+    [None, None, 'stale for this decision', 'permission denied']
     """
+    caller = caller if caller is not None else Caller()
     domain = compiled.domain
-    ents = frozenset(entitlements)
-    purpose = purpose if purpose is not None else domain.purpose
-    firsts, alls = [], []
+    if caller.purpose is None and domain.purpose is not None:
+        caller = attrs.evolve(caller, purpose=domain.purpose)
+    reasons = []
     for obs in domain.observations:
-        reasons = []
-        if obs.entitlement is not None and obs.entitlement not in ents:
-            reasons.append(PERMISSION_DENIED)
-        if obs.purposes is not None and purpose not in obs.purposes:
-            reasons.append(PURPOSE_MISMATCH)
+        failed = []
+        if obs.entitlement is not None and obs.entitlement not in caller.entitlements:
+            failed.append(Reason(gate=ENTITLEMENT))
+        if obs.purposes is not None and caller.purpose not in obs.purposes:
+            failed.append(Reason(gate=PURPOSE))
         limit = max_age_minutes(domain, obs)
-        if limit is not None and record_age_minutes(obs, decision_time) > limit:
-            reasons.append(STALE)
-        alls.append(tuple(reasons))
-        firsts.append(reasons[0] if reasons else None)
-    admitted = np.array([r is None for r in firsts], dtype=np.bool_)
+        if limit is not None and record_age_minutes(obs, caller.decision_time) > limit:
+            failed.append(Reason(gate=FRESHNESS))
+        reasons.append(tuple(failed))
+    admitted = np.array([not r for r in reasons], dtype=np.bool_)
     admitted.setflags(write=False)
-    return Admission(entitlements=ents, purpose=purpose, decision_time=decision_time,
-                     static_reasons=tuple(firsts), all_static_reasons=tuple(alls), admitted=admitted)
+    return Admission(caller=caller, static_reasons=tuple(reasons), admitted=admitted)
+
+
+def prepare(domain, caller: Caller | None = None) -> tuple:
+    """What every session-like walk starts from: ``(compiled domain, admission)`` for one caller.
+
+    Compiles `domain` (a Domain; a CompiledDomain is used as it is), applies
+    the caller's limit overrides, sets the decision time to now when the
+    domain dates records with ``as_of`` and the caller gives none, and applies
+    the caller-fixed gates. The session, exact evaluation, acquisition harm
+    and availability warnings all start here.
+
+    >>> import planner
+    >>> c, adm = prepare(planner.load_domain("payment_release"), Caller(limits={"calls": 1}))
+    >>> c.limits.tolist()[0], adm.purpose
+    (1.0, 'payment_release')
+    """
+    compiled = domain if isinstance(domain, CompiledDomain) else compile_domain(domain)
+    caller = (caller if caller is not None else Caller()).resolved(compiled.domain)
+    compiled = compiled.with_limits(caller.limits)
+    return compiled, admit(compiled, caller)

@@ -11,23 +11,9 @@ docstring of the project:
   slots past ``n_outcomes[o]`` have probability 0;
 - ``D``: budget dimensions; ``N``: fact-expression nodes; ``K``: child links.
 
-Fact tables (the tuple :attr:`CompiledDomain.facts`, passed whole to kernels):
-
-``(est_prop, est_kind, est_value, expr_kind, expr_a, expr_b, expr_start,
-expr_count, expr_children, action_req, obs_req, action_mentions, obs_mentions)``
-
-- ``est_prop : int64[O]`` proposition an observation can establish (-1: none);
-- ``est_kind : int64[O]`` 0 moves belief only, 1 establish, 2 supersede;
-- ``est_value : int64[O, Y]`` value index established by outcome y (-1: none);
-- ``expr_kind : int64[N]`` 0 "proposition a established as value b",
-  1 "observation a returned outcome b", 2 AND of children, 3 OR of children;
-  children always precede their parent, so one pass in index order evaluates all;
-- ``expr_a, expr_b : int64[N]``; ``expr_start, expr_count : int64[N]`` slice of
-  ``expr_children : int64[K]``;
-- ``action_req : int64[A]``, ``obs_req : int64[O]``: root node (-1: none);
-- ``action_mentions : bool[A, P]``, ``obs_mentions : bool[O, P]``: the
-  propositions an expression mentions; a contradiction on any of them makes the
-  whole expression false.
+Fact tables: :attr:`CompiledDomain.facts` is a :class:`lookahead.layout.Facts`
+(named arrays, passed whole to kernels); its codes are named in
+:mod:`lookahead.layout`.
 """
 
 from __future__ import annotations
@@ -38,12 +24,23 @@ import math
 import attrs
 import numpy as np
 
-from planner.model import UNAVAILABLE, AllOf, AnyOf, Domain, Established, Returned
+from lookahead.layout import (
+    EST_ESTABLISH,
+    EST_NONE,
+    EST_SUPERSEDE,
+    EXPR_AND,
+    EXPR_ESTABLISHED,
+    EXPR_OR,
+    EXPR_RETURNED,
+    NO_EXPR,
+    NO_PROP,
+    NO_VALUE,
+    Facts,
+)
+from planner.errors import CallerError
+from planner.model import UNAVAILABLE, AllOf, AnyOf, Established, Returned
 
-__all__ = ["CompiledDomain", "compile_domain", "EXPR_ESTABLISHED", "EXPR_RETURNED", "EXPR_AND", "EXPR_OR"]
-
-EXPR_ESTABLISHED, EXPR_RETURNED, EXPR_AND, EXPR_OR = 0, 1, 2, 3
-EST_NONE, EST_ESTABLISH, EST_SUPERSEDE = 0, 1, 2
+__all__ = ["CompiledDomain", "compile_domain"]
 
 
 def _ro(a, dtype):
@@ -77,11 +74,11 @@ class CompiledDomain:
         Static relevance (``nan`` where none declared).
     lineage : int64[O]
         Lineage variable index in ``V`` (-1: none).
-    facts : tuple
-        Fact tables, see module docstring.
+    facts : lookahead.layout.Facts
+        Fact tables.
     """
 
-    domain: Domain
+    domain: object  # planner.domain.Domain
     prop_names: tuple
     prop_values: tuple
     var_names: tuple
@@ -101,11 +98,50 @@ class CompiledDomain:
     limits: np.ndarray
     relevance: np.ndarray
     lineage: np.ndarray
-    facts: tuple
+    facts: Facts
+    _memo: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
 
     @property
     def n_states(self) -> int:
         return self.states.shape[0]
+
+    @property
+    def n_values(self) -> int:
+        """The largest number of values of a proposition (the kernels' reachability table width)."""
+        return max(len(v) for v in self.prop_values)
+
+    def with_limits(self, overrides) -> "CompiledDomain":
+        """This domain with some hard limits replaced (``((dimension, limit), ...)`` or a mapping).
+
+        Raises :class:`~planner.errors.CallerError` naming an undeclared dimension.
+
+        >>> import planner
+        >>> c = compile_domain(planner.load_domain("payment_release"))
+        >>> c.with_limits({"calls": 1}).limits.tolist()
+        [1.0, 500.0, 500.0, 0.5]
+        """
+        items = list(overrides.items() if isinstance(overrides, dict) else overrides)
+        if not items:
+            return self
+        new = self.limits.copy()
+        for dim, value in items:
+            if dim not in self.dims:
+                raise CallerError(f"limits.{dim}: unknown budget dimension (declared: {', '.join(self.dims) or 'none'})")
+            new[self.dims.index(dim)] = float(value)
+        new.setflags(write=False)
+        return attrs.evolve(self, limits=new)
+
+    def memo(self, key: str, build):
+        """A value derived from this domain alone, built once by ``build(self)`` and kept here.
+
+        The precondition graph is kept this way: every node of a session asks
+        for it, and it depends only on the domain.
+        """
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = build(self)
+            return value
 
     def obs_index(self, name: str) -> int:
         """Index of observation `name` (KeyError with the name if unknown)."""
@@ -180,7 +216,7 @@ class _ExprBuilder:
         return len(self.kind) - 1
 
 
-def compile_domain(domain: Domain) -> CompiledDomain:
+def compile_domain(domain) -> CompiledDomain:
     """Compile `domain` to arrays.
 
     Lineage groups with two or more members get one latent variable each (the
@@ -190,74 +226,89 @@ def compile_domain(domain: Domain) -> CompiledDomain:
 
     Examples
     --------
-    >>> import planner, pathlib
-    >>> d = planner.load_domain(pathlib.Path(planner.__file__).parent.parent / "domains/payment_release.yaml")
-    >>> c = compile_domain(d)
+    >>> import planner
+    >>> c = compile_domain(planner.load_domain("payment_release"))
     >>> c.lik.shape, c.loss.shape, c.obs_names[0]
     ((4, 3, 2), (2, 2), 'approval_registry')
     >>> round(float(c.penalty[0]), 3)
     0.253
     """
-    props = domain.propositions
-    prop_names = tuple(p.name for p in props)
-    prop_values = tuple(tuple(p.values) for p in props)
-    prop_index = {n: i for i, n in enumerate(prop_names)}
+    prop_names = tuple(p.name for p in domain.propositions)
+    prop_values = tuple(tuple(p.values) for p in domain.propositions)
     observations = domain.observations
     obs_names = tuple(o.name for o in observations)
-    obs_index = {n: i for i, n in enumerate(obs_names)}
+    groups = _lineage_groups(observations)
+    var_names = prop_names + tuple(f"lineage:{g}" for g in groups)
+    states, prior, world_of, worlds = _joint_states(domain, prop_names, prop_values, groups)
+    S = len(states)
+    loss = np.empty((len(domain.actions), S))
+    for a, act in enumerate(domain.actions):
+        for s in range(S):
+            loss[a, s] = _loss_value(act.loss, worlds[world_of[s]])
+    action_escalate = np.array([act.kind == "escalate" for act in domain.actions], dtype=np.bool_)
+    outcome_names = tuple(tuple(o.outcomes) + (UNAVAILABLE,) for o in observations)
+    n_outcomes = np.array([len(n) for n in outcome_names], dtype=np.int64)
+    group_var = {g: len(prop_names) + i for i, g in enumerate(groups)}
+    lik, lineage = _likelihoods(observations, n_outcomes, states, world_of, worlds, group_var)
+    dims, cost, weights, penalty, limits = _budget(domain.budget, observations)
+    facts = _fact_tables(domain, prop_names, prop_values, obs_names, outcome_names, lik.shape[1])
+    relevance = np.array([np.nan if o.relevance is None else o.relevance for o in observations], dtype=np.float64)
+    return CompiledDomain(
+        domain=domain, prop_names=prop_names, prop_values=prop_values, var_names=var_names,
+        states=_ro(states, np.int64), prior=_ro(prior, np.float64),
+        action_names=tuple(a.name for a in domain.actions), action_escalate=_ro(action_escalate, np.bool_),
+        loss=_ro(loss, np.float64), obs_names=obs_names, outcome_names=outcome_names,
+        n_outcomes=_ro(n_outcomes, np.int64), lik=_ro(lik, np.float64), dims=dims,
+        cost=_ro(cost, np.float64), weights=_ro(weights, np.float64),
+        penalty=_ro(penalty, np.float64), limits=_ro(limits, np.float64),
+        relevance=_ro(relevance, np.float64), lineage=_ro(lineage, np.int64), facts=facts,
+    )
 
-    # lineage variables: groups with at least two members
+
+def _lineage_groups(observations) -> dict:
+    """Lineage groups with at least two members (each gets a latent variable): ``{group: [members]}``."""
     members: dict[str, list] = {}
     for o in observations:
         if o.lineage is not None:
             members.setdefault(o.lineage, []).append(o)
-    groups = [g for g, ms in members.items() if len(ms) >= 2]
-    var_names = prop_names + tuple(f"lineage:{g}" for g in groups)
-    group_var = {g: len(prop_names) + i for i, g in enumerate(groups)}
+    return {g: ms for g, ms in members.items() if len(ms) >= 2}
 
+
+def _joint_states(domain, prop_names, prop_values, groups: dict):
+    """``(states int64[S, V], prior float64[S], world_of[S], worlds)``: the joint states, lineage variables last.
+
+    ``worlds[w]`` is world state w as ``{proposition: value}``; ``world_of[s]``
+    the world state of joint state s (the propositions' part).
+    """
     world_states = list(itertools.product(*(range(len(v)) for v in prop_values)))
-    world_dicts = [{prop_names[p]: prop_values[p][vi] for p, vi in enumerate(ws)} for ws in world_states]
-
-    # prior over world states
+    worlds = [{prop_names[p]: prop_values[p][vi] for p, vi in enumerate(ws)} for ws in world_states]
     if domain.prior.marginals is not None:
         marg = {p: dict(dist) for p, dist in domain.prior.marginals}
-        wprior = [math.prod(marg[p][st[p]] for p in prop_names) for st in world_dicts]
+        wprior = [math.prod(marg[p][st[p]] for p in prop_names) for st in worlds]
     else:
         table = {tuple(sorted(c.when)): c.value for c in domain.prior.joint}
-        wprior = [table.get(tuple(sorted(st.items())), 0.0) for st in world_dicts]
-
-    # extend with lineage variables
-    latent_dists = []  # per group: [world_state] -> {outcome: p}
-    for g in groups:
-        first = members[g][0]
-        latent_dists.append([_lik_dist(first.likelihood, st) for st in world_dicts])
-    latent_ranges = [range(len(members[g][0].outcomes)) for g in groups]
+        wprior = [table.get(tuple(sorted(st.items())), 0.0) for st in worlds]
+    firsts = [ms[0] for ms in groups.values()]
+    latent_dists = [[_lik_dist(first.likelihood, st) for st in worlds] for first in firsts]  # [group][world]
+    latent_ranges = [range(len(first.outcomes)) for first in firsts]
     states, prior, world_of = [], [], []
     for w, ws in enumerate(world_states):
         for combo in itertools.product(*latent_ranges):
             p = wprior[w]
             for gi, l in enumerate(combo):
-                p *= latent_dists[gi][w].get(members[groups[gi]][0].outcomes[l], 0.0)
+                p *= latent_dists[gi][w].get(firsts[gi].outcomes[l], 0.0)
             states.append(tuple(ws) + tuple(combo))
             prior.append(p)
             world_of.append(w)
     S = len(states)
-    states_arr = np.array(states, dtype=np.int64).reshape(S, len(var_names))
+    states_arr = np.array(states, dtype=np.int64).reshape(S, len(prop_names) + len(groups))
     prior_arr = np.array(prior, dtype=np.float64)
-    prior_arr = prior_arr / prior_arr.sum()
+    return states_arr, prior_arr / prior_arr.sum(), world_of, worlds
 
-    # actions
-    A = len(domain.actions)
-    loss = np.empty((A, S))
-    for a, act in enumerate(domain.actions):
-        for s in range(S):
-            loss[a, s] = _loss_value(act.loss, world_dicts[world_of[s]])
-    action_escalate = np.array([act.kind == "escalate" for act in domain.actions], dtype=np.bool_)
 
-    # observations
-    O = len(observations)
-    outcome_names = tuple(tuple(o.outcomes) + (UNAVAILABLE,) for o in observations)
-    n_outcomes = np.array([len(n) for n in outcome_names], dtype=np.int64)
+def _likelihoods(observations, n_outcomes, states, world_of, worlds, group_var: dict):
+    """``(lik float64[O, Y, S], lineage int64[O])``; a lineage member reads its latent variable exactly."""
+    O, S = len(observations), len(states)
     Y = int(n_outcomes.max()) if O else 1
     lik = np.zeros((O, Y, S))
     lineage = np.full(O, -1, dtype=np.int64)
@@ -268,18 +319,21 @@ def compile_domain(domain: Domain) -> CompiledDomain:
             v = group_var[o.lineage]
             lineage[oi] = v
             for s in range(S):
-                lik[oi, states_arr[s, v], s] = 1.0 - f
+                lik[oi, states[s, v], s] = 1.0 - f
         else:
             for s in range(S):
-                dist = _lik_dist(o.likelihood, world_dicts[world_of[s]])
+                dist = _lik_dist(o.likelihood, worlds[world_of[s]])
                 for y, name in enumerate(o.outcomes):
                     lik[oi, y, s] = (1.0 - f) * dist.get(name, 0.0)
         lik[oi, k, :] = f
+    return lik, lineage
 
-    # budget
-    dims = tuple(domain.budget.dimensions)
-    D = len(dims)
-    lim_map, w_map = dict(domain.budget.limits), dict(domain.budget.weights)
+
+def _budget(budget, observations):
+    """``(dims, cost float64[O, D], weights float64[D], penalty float64[O], limits float64[D])``."""
+    dims = tuple(budget.dimensions)
+    O, D = len(observations), len(dims)
+    lim_map, w_map = dict(budget.limits), dict(budget.weights)
     limits = np.array([lim_map.get(d, np.inf) for d in dims], dtype=np.float64)
     weights = np.array([w_map.get(d, 0.0) for d in dims], dtype=np.float64)
     cost = np.zeros((O, D))
@@ -287,11 +341,18 @@ def compile_domain(domain: Domain) -> CompiledDomain:
         for d, c in o.cost:
             cost[oi, dims.index(d)] = c
     penalty = cost @ weights if D else np.zeros(O)
+    return dims, cost, weights, penalty, limits
 
-    # establishing facts
-    est_prop = np.full(O, -1, dtype=np.int64)
-    est_kind = np.zeros(O, dtype=np.int64)
-    est_value = np.full((O, Y), -1, dtype=np.int64)
+
+def _fact_tables(domain, prop_names, prop_values, obs_names, outcome_names, Y: int) -> Facts:
+    """The establishing tables and the compiled requirement / precondition expressions."""
+    observations = domain.observations
+    O, A, P = len(observations), len(domain.actions), len(prop_names)
+    prop_index = {n: i for i, n in enumerate(prop_names)}
+    obs_index = {n: i for i, n in enumerate(obs_names)}
+    est_prop = np.full(O, NO_PROP, dtype=np.int64)
+    est_kind = np.full(O, EST_NONE, dtype=np.int64)
+    est_value = np.full((O, Y), NO_VALUE, dtype=np.int64)
     for oi, o in enumerate(observations):
         if o.role in ("establish", "supersede"):
             p = prop_index[o.bears_on]
@@ -299,33 +360,19 @@ def compile_domain(domain: Domain) -> CompiledDomain:
             est_kind[oi] = EST_ESTABLISH if o.role == "establish" else EST_SUPERSEDE
             for y_name, v_name in o.establishes:
                 est_value[oi, o.outcomes.index(y_name)] = prop_values[p].index(v_name)
-
-    # fact expressions
     builder = _ExprBuilder(prop_index, prop_values, obs_index, outcome_names)
-    P = len(prop_names)
     action_mentions = np.zeros((A, P), dtype=np.bool_)
     obs_mentions = np.zeros((O, P), dtype=np.bool_)
-    action_req = np.array([builder.add(act.requires, action_mentions[a]) if act.requires is not None else -1
+    action_req = np.array([builder.add(act.requires, action_mentions[a]) if act.requires is not None else NO_EXPR
                            for a, act in enumerate(domain.actions)], dtype=np.int64)
-    obs_req = np.array([builder.add(o.requires, obs_mentions[oi]) if o.requires is not None else -1
+    obs_req = np.array([builder.add(o.requires, obs_mentions[oi]) if o.requires is not None else NO_EXPR
                         for oi, o in enumerate(observations)], dtype=np.int64)
     i64 = np.int64
-    facts = (
-        _ro(est_prop, i64), _ro(est_kind, i64), _ro(est_value, i64),
-        _ro(builder.kind, i64), _ro(builder.a, i64), _ro(builder.b, i64),
-        _ro(builder.start, i64), _ro(builder.count, i64), _ro(np.array(builder.children, dtype=i64), i64),
-        _ro(action_req, i64), _ro(obs_req, i64),
-        _ro(action_mentions, np.bool_), _ro(obs_mentions, np.bool_),
-    )
-    relevance = np.array([np.nan if o.relevance is None else o.relevance for o in observations], dtype=np.float64)
-
-    return CompiledDomain(
-        domain=domain, prop_names=prop_names, prop_values=prop_values, var_names=var_names,
-        states=_ro(states_arr, np.int64), prior=_ro(prior_arr, np.float64),
-        action_names=tuple(a.name for a in domain.actions), action_escalate=_ro(action_escalate, np.bool_),
-        loss=_ro(loss, np.float64), obs_names=obs_names, outcome_names=outcome_names,
-        n_outcomes=_ro(n_outcomes, np.int64), lik=_ro(lik, np.float64), dims=dims,
-        cost=_ro(cost.reshape(O, D), np.float64), weights=_ro(weights, np.float64),
-        penalty=_ro(penalty, np.float64), limits=_ro(limits, np.float64),
-        relevance=_ro(relevance, np.float64), lineage=_ro(lineage, np.int64), facts=facts,
+    return Facts(
+        est_prop=_ro(est_prop, i64), est_kind=_ro(est_kind, i64), est_value=_ro(est_value, i64),
+        expr_kind=_ro(builder.kind, i64), expr_a=_ro(builder.a, i64), expr_b=_ro(builder.b, i64),
+        expr_start=_ro(builder.start, i64), expr_count=_ro(builder.count, i64),
+        expr_children=_ro(np.array(builder.children, dtype=i64), i64),
+        action_req=_ro(action_req, i64), obs_req=_ro(obs_req, i64),
+        action_mentions=_ro(action_mentions, np.bool_), obs_mentions=_ro(obs_mentions, np.bool_),
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["PlannerError", "DomainError", "SessionError", "SearchCapError", "format_path"]
+__all__ = ["PlannerError", "DomainError", "SessionError", "CallerError", "PolicyError", "WorldError",
+           "ReceiptError", "SearchCapError", "format_path"]
 
 
 class PlannerError(Exception):
@@ -45,5 +46,41 @@ class SessionError(PlannerError):
     """A session was asked something impossible (an unknown outcome, a rejected observation)."""
 
 
+class CallerError(SessionError):
+    """The caller's context is invalid (an unknown budget dimension in the limits, a negative limit)."""
+
+
+class PolicyError(PlannerError):
+    """A policy spec does not parse (an unknown name, a bad argument)."""
+
+
+class WorldError(PlannerError):
+    """A hidden world does not fit the domain (an unknown proposition or value, probability 0)."""
+
+
+class ReceiptError(PlannerError):
+    """A receipt cannot be read or does not match its schema."""
+
+
 class SearchCapError(PlannerError):
-    """A lookahead search would exceed its documented node or memory cap."""
+    """A search would exceed its node cap.
+
+    Carries the numbers, so that the edge (the CLI) can say which option raises
+    the cap; the message itself names no option.
+
+    Attributes
+    ----------
+    policy : str
+        The policy spec.
+    depth : int
+        The depth searched.
+    cap : int
+        The node cap that was reached.
+    """
+
+    def __init__(self, policy: str, depth: int, cap: int):
+        self.policy = policy
+        self.depth = depth
+        self.cap = cap
+        super().__init__(f"{policy}: the depth-{depth} search exceeds its cap of {cap:,} expanded nodes; "
+                         "raise the node cap or use a smaller depth")

@@ -10,8 +10,9 @@ Bayes risk of the action the session would take at n (its expected decision
 loss under the exact posterior). :func:`evaluate_policy` computes J and its
 parts by following the policy's own choices through every outcome of positive
 probability. Nodes are memoised on the set of (observation, outcome) pairs
-seen, which determines belief, facts and budget (DESIGN.md, "Node identity"),
-so the work is one ``policy.decide`` per distinct node the policy can reach.
+seen, which determines belief, facts and budget (observations are
+conditionally independent given the state), so the work is one
+``policy.decide`` per distinct node the policy can reach.
 
 Stops are built by the session's own stop logic, so the stop reasons are the
 ones a live session would record.
@@ -22,46 +23,35 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from lookahead.core import posterior
 from planner.errors import PlannerError, SessionError
-from planner.node import make_node
-from planner.policies import parse_policy
+from planner.session import Session, stop_at
 
-__all__ = ["PolicyEvaluation", "evaluate_policy", "format_evaluations", "register_cli", "MAX_EVAL_NODES"]
+__all__ = ["PolicyEvaluation", "evaluate_policy", "fold_policy_tree", "policy_children", "MAX_EVAL_NODES"]
 
 #: Distinct nodes an exact evaluation may visit before it gives up.
 MAX_EVAL_NODES = 200_000
 
-#: Outcomes with P(y | n, o) at or below this are not branched on (they have
-#: probability 0 under the belief; the kernels' posterior is undefined there).
-_ZERO = 0.0
 
-
-def policy_children(session, node, o: int):
+def policy_children(node, o: int, spec: str = "the policy"):
     """The children of `node` when observation `o` is acquired, for exact enumeration.
 
     Yields ``(y, P(y | node, o), child node)`` for every outcome of positive
-    probability under the node's belief. Refuses (:class:`SessionError`) an
+    probability under the node's belief (the others cannot happen: no state
+    that reaches the node produces them). Refuses (:class:`SessionError`) an
     `o` that is not eligible at the node, as a session would.
 
     >>> import planner
-    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
-    >>> [(y, round(z, 4)) for y, z, _ in policy_children(s, s.node, 0)]
+    >>> s = planner.Session(planner.load_domain("payment_release"))
+    >>> [(y, round(z, 4)) for y, z, _ in policy_children(s.node, 0)]
     [(0, 0.549), (1, 0.451)]
     """
-    c = session.compiled
     if not node.eligible[o]:
-        raise SessionError(f"policy {session.policy.spec} chose {c.obs_names[o]}, which is not eligible: "
-                           f"{(node.reasons[o] or ('already taken',))[0]}")
-    spent = node.spent + c.cost[o]
-    for y in range(int(c.n_outcomes[o])):
-        post = np.empty_like(node.belief)
-        z = posterior(node.belief, c.lik[o, y], post)
-        if z <= _ZERO:
-            continue  # impossible under the belief: no state that reaches here produces it
-        outcome_of = node.outcome_of.copy()
-        outcome_of[o] = y
-        yield y, float(z), make_node(c, session.admission, outcome_of, post, spent.copy())
+        why = node.reasons[o][0].text() if node.reasons[o] else "already taken"
+        raise SessionError(f"policy {spec} chose {node.compiled.obs_names[o]}, which is not eligible: {why}")
+    probs = node.outcome_probs(o)
+    for y in range(len(probs)):
+        if probs[y] > 0.0:
+            yield y, float(probs[y]), node.child(o, y)
 
 
 def fold_policy_tree(session, at_stop, at_observe, *, max_nodes: int, what: str):
@@ -75,7 +65,7 @@ def fold_policy_tree(session, at_stop, at_observe, *, max_nodes: int, what: str)
     :class:`~planner.errors.PlannerError` names `what`.
 
     >>> import planner
-    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
+    >>> s = planner.Session(planner.load_domain("payment_release"))
     >>> leaves, first, n = fold_policy_tree(s, lambda node, d: 1, lambda node, o, kids: sum(v for _, _, v in kids),
     ...                                      max_nodes=100, what="leaf count")
     >>> leaves, first.observe, n
@@ -86,7 +76,7 @@ def fold_policy_tree(session, at_stop, at_observe, *, max_nodes: int, what: str)
     root_decision: list = []
 
     def visit(node):
-        key = node.outcome_of.tobytes()
+        key = node.key
         if key in memo:
             return memo[key]
         if len(memo) >= max_nodes:
@@ -98,7 +88,7 @@ def fold_policy_tree(session, at_stop, at_observe, *, max_nodes: int, what: str)
             out = at_stop(node, decision)
         else:
             o = decision.observe
-            out = at_observe(node, o, [(y, z, visit(child)) for y, z, child in policy_children(session, node, o)])
+            out = at_observe(node, o, [(y, z, visit(child)) for y, z, child in policy_children(node, o, pol.spec)])
         memo[key] = out
         return out
 
@@ -203,8 +193,7 @@ class _Sub:
         self.leaves += other.leaves
 
 
-def evaluate_policy(domain, policy, *, entitlements=(), purpose=None, decision_time=None, limits=None,
-                    max_nodes: int = MAX_EVAL_NODES) -> PolicyEvaluation:
+def evaluate_policy(domain, policy, caller=None, *, max_nodes: int = MAX_EVAL_NODES) -> PolicyEvaluation:
     """Exact expected total loss of `policy` on `domain` (see the module docstring).
 
     Parameters
@@ -212,8 +201,9 @@ def evaluate_policy(domain, policy, *, entitlements=(), purpose=None, decision_t
     domain : Domain or CompiledDomain
     policy : Policy or str
         A policy object or spec (``"one-step"``, ``"dependency"``, ...).
-    entitlements, purpose, decision_time, limits
-        As for :class:`planner.Session` (the subject and the budget).
+    caller : planner.caller.Caller, optional
+        As for :class:`planner.Session` (the subject, the purpose, the time and
+        the budget limits).
     max_nodes : int
         Cap on distinct nodes visited; past it a :class:`~planner.errors.PlannerError`.
 
@@ -229,17 +219,14 @@ def evaluate_policy(domain, policy, *, entitlements=(), purpose=None, decision_t
     Examples
     --------
     >>> import planner
-    >>> d = planner.load_domain(planner.DOMAINS / "payment_release.yaml")
+    >>> d = planner.load_domain("payment_release")
     >>> ev = evaluate_policy(d, "one-step")
     >>> round(ev.expected_total_loss, 4), ev.first, ev.n_leaves
     (1.1925, 'approval_registry', 2)
     >>> round(evaluate_policy(d, "none").expected_total_loss, 3)
     4.85
     """
-    from planner.session import Session
-
-    session = Session(domain, policy, entitlements=entitlements, purpose=purpose, decision_time=decision_time,
-                      limits=limits)
+    session = Session(domain, policy, caller=caller)
     c = session.compiled
     pol = session.policy
     D = len(c.dims)
@@ -247,13 +234,13 @@ def evaluate_policy(domain, policy, *, entitlements=(), purpose=None, decision_t
 
     def at_stop(node, decision):
         sub = _Sub(D)
-        stop = session._make_stop(node, decision)  # the session's own stop reasons
+        stop = stop_at(node, decision)  # the session's own stop reasons
         sub.decision = stop.expected_loss
         sub.reasons = {stop.reason: 1.0}
         sub.actions = {stop.action: 1.0}
-        amount = float(node.spent[calls_dim]) if calls_dim is not None else int((node.outcome_of >= 0).sum())
+        amount = float(node.spent[calls_dim]) if calls_dim is not None else node.taken()
         sub.calls = {amount: 1.0}
-        sub.acq = {int((node.outcome_of >= 0).sum()): 1.0}
+        sub.acq = {node.taken(): 1.0}
         sub.spent = np.array(node.spent, dtype=np.float64)
         sub.leaves = 1
         return sub
@@ -276,82 +263,3 @@ def evaluate_policy(domain, policy, *, entitlements=(), purpose=None, decision_t
         expected_spent=tuple((d, float(res.spent[i])) for i, d in enumerate(c.dims)),
         first=first, n_leaves=res.leaves, n_nodes=n_nodes,
     )
-
-
-def _num(x: float) -> str:
-    return f"{0.0 if abs(x) < 5e-13 else x:.3f}"
-
-
-def _dist(pairs, fmt=str) -> str:
-    return ", ".join(f"{fmt(k)} {p:.3f}" for k, p in pairs if p > 0)
-
-
-def format_evaluations(evals) -> str:
-    """A comparison table of :class:`PolicyEvaluation` results, then each one's distributions.
-
-    >>> import planner
-    >>> d = planner.load_domain(planner.DOMAINS / "identity_registry.yaml")
-    >>> print(format_evaluations([evaluate_policy(d, "one-step")]))  # doctest: +NORMALIZE_WHITESPACE
-    domain identity_registry
-    policy    total loss  decision loss  penalty  leaves  first
-    one-step       4.850          4.850    0.000       1  (stop)
-      one-step: stop reasons no_positive_value 1.000; actions hold 1.000; calls spent 0 1.000
-    """
-    evals = list(evals)
-    if not evals:
-        return ""
-    header = ("policy", "total loss", "decision loss", "penalty", "leaves", "first")
-    rows = [(e.policy, _num(e.expected_total_loss), _num(e.expected_decision_loss), _num(e.expected_penalty),
-             str(e.n_leaves), e.first or "(stop)") for e in evals]
-    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
-
-    def line(r):
-        cells = [r[0].ljust(widths[0])] + [r[i].rjust(widths[i]) for i in range(1, 5)] + [r[5]]
-        return "  ".join(cells).rstrip()
-
-    out = [f"domain {evals[0].domain}", line(header)] + [line(r) for r in rows]
-    for e in evals:
-        out.append(f"  {e.policy}: stop reasons {_dist(e.stop_reasons)}; actions {_dist(e.actions)}; "
-                   f"calls spent {_dist(e.calls, lambda k: f'{k:g}')}")
-    return "\n".join(out)
-
-
-def cmd_evaluate(args) -> int:
-    """``planner evaluate DOMAIN --policy P [--policy Q ...] [--entitlement E] [--json]``."""
-    import json
-
-    from planner.cli import parse_limits
-    from planner.loader import load_domain
-
-    domain = load_domain(args.domain)
-    limits = parse_limits(args.limit)
-    specs = args.policy or ["one-step"]
-    policies = [parse_policy(s) for s in specs]  # bad specs fail before any work
-    evals = [evaluate_policy(domain, p, entitlements=args.entitlement, purpose=args.purpose,
-                             limits=limits or None) for p in policies]
-    from planner.harm import acquisition_harm, format_harms  # acquisition harm (planner/harm.py)
-
-    harms = [acquisition_harm(domain, p, entitlements=args.entitlement, purpose=args.purpose,
-                              limits=limits or None) for p in policies]
-    if args.json:
-        print(json.dumps([dict(e.to_json(), acquisition_harm=h.harm, acquisition_fixed=h.fixed)
-                          for e, h in zip(evals, harms)], indent=2))
-    else:
-        print(format_evaluations(evals))
-        print(format_harms(harms))
-    return 0
-
-
-def register_cli(subparsers) -> None:
-    """Add ``planner evaluate`` to the CLI."""
-    p = subparsers.add_parser("evaluate", help="exact expected total loss of one or more policies")
-    p.add_argument("domain", help="domain file (YAML or JSON)")
-    p.add_argument("--policy", action="append", metavar="SPEC",
-                   help="policy spec (repeatable, for a comparison table; default one-step)")
-    p.add_argument("--entitlement", action="append", default=[], metavar="E",
-                   help="an entitlement the subject holds (repeatable)")
-    p.add_argument("--purpose", help="override the domain's purpose")
-    p.add_argument("--limit", action="append", default=[], metavar="DIM=VALUE",
-                   help="override a hard budget limit (repeatable)")
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.set_defaults(func=cmd_evaluate)

@@ -25,8 +25,10 @@ import attrs
 import numpy as np
 
 from lookahead.core import TIE
+from planner.evaluate import fold_policy_tree
+from planner.session import Session
 
-__all__ = ["AcquisitionHarm", "acquisition_harm", "correct_actions", "format_harms", "MAX_HARM_NODES"]
+__all__ = ["AcquisitionHarm", "acquisition_harm", "correct_actions", "MAX_HARM_NODES"]
 
 #: Distinct nodes the enumeration may visit before it gives up.
 MAX_HARM_NODES = 200_000
@@ -76,8 +78,7 @@ def correct_actions(loss) -> np.ndarray:
     return loss <= loss.min(axis=0, keepdims=True) + TIE
 
 
-def acquisition_harm(domain, policy, *, entitlements=(), purpose=None, decision_time=None, limits=None,
-                     max_nodes: int = MAX_HARM_NODES) -> AcquisitionHarm:
+def acquisition_harm(domain, policy, caller=None, *, max_nodes: int = MAX_HARM_NODES) -> AcquisitionHarm:
     """Exact probabilities that acquiring under `policy` broke, or fixed, the prior's decision.
 
     Parameters
@@ -85,7 +86,7 @@ def acquisition_harm(domain, policy, *, entitlements=(), purpose=None, decision_
     domain : Domain or CompiledDomain
     policy : Policy or str
         A policy object or spec (``"one-step"``, ``"top-k:1"``, ...).
-    entitlements, purpose, decision_time, limits
+    caller : planner.caller.Caller, optional
         As for :class:`planner.Session`.
     max_nodes : int
         Cap on distinct nodes visited; past it a :class:`~planner.errors.PlannerError`.
@@ -106,18 +107,14 @@ def acquisition_harm(domain, policy, *, entitlements=(), purpose=None, decision_
     approved world 99% of the time.
 
     >>> import planner
-    >>> d = planner.load_domain(planner.DOMAINS / "payment_release.yaml")
+    >>> d = planner.load_domain("payment_release")
     >>> h = acquisition_harm(d, "one-step")
     >>> h.no_retrieval_action, round(h.harm, 6), round(h.fixed, 6)
     ('hold', 0.0045, 0.5445)
     >>> round(h.correct_before, 6), round(h.correct_after, 6)
     (0.45, 0.99)
     """
-    from planner.evaluate import fold_policy_tree
-    from planner.session import Session
-
-    session = Session(domain, policy, entitlements=entitlements, purpose=purpose, decision_time=decision_time,
-                      limits=limits)
+    session = Session(domain, policy, caller=caller)
     c = session.compiled
     pol = session.policy
     A, S = c.loss.shape
@@ -145,17 +142,3 @@ def acquisition_harm(domain, policy, *, entitlements=(), purpose=None, decision_
         correct_before=float(prior @ ok0), correct_after=float(prior @ ok_after),
         n_nodes=n_nodes,
     )
-
-
-def format_harms(harms) -> str:
-    """One line per policy, as ``planner evaluate`` prints them under its table.
-
-    >>> import planner
-    >>> d = planner.load_domain(planner.DOMAINS / "payment_release.yaml")
-    >>> print(format_harms([acquisition_harm(d, "one-step")]))  # doctest: +NORMALIZE_WHITESPACE
-      one-step: acquisition harm 0.0045 (right on the prior -> wrong), fixed 0.5445 (wrong -> right);
-      prior's action hold
-    """
-    return "\n".join(f"  {h.policy}: acquisition harm {h.harm:.4f} (right on the prior -> wrong), "
-                     f"fixed {h.fixed:.4f} (wrong -> right); prior's action {h.no_retrieval_action}"
-                     for h in harms)

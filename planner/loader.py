@@ -1,4 +1,4 @@
-"""Read and validate domain files (YAML or JSON) into :class:`planner.model.Domain`.
+"""Read and validate domain files (YAML or JSON): the fields of a :class:`planner.domain.Domain`.
 
 Validation runs in three passes, each stopping at the first problem:
 
@@ -39,6 +39,7 @@ from importlib import resources
 from pathlib import Path
 
 import jsonschema
+import networkx as nx
 import yaml
 
 from planner.errors import DomainError, format_path
@@ -50,7 +51,6 @@ from planner.model import (
     Budget,
     Case,
     Check,
-    Domain,
     Established,
     Likelihood,
     Loss,
@@ -61,8 +61,8 @@ from planner.model import (
     expr_atoms,
 )
 
-__all__ = ["load_domain", "domain_from_dict", "read_domain_file", "parse_domain_text", "domain_schema",
-           "content_hash", "format_path", "SUM_TOLERANCE", "MAX_JOINT_STATES", "RESERVED_NAMES"]
+__all__ = ["domain_fields", "read_domain_file", "parse_domain_text", "domain_schema", "content_hash",
+           "SUM_TOLERANCE", "MAX_JOINT_STATES", "RESERVED_NAMES"]
 
 #: Probabilities must sum to 1 within this tolerance after reading.
 SUM_TOLERANCE = 1e-9
@@ -175,8 +175,8 @@ def read_domain_file(path) -> dict:
 
     Examples
     --------
-    >>> import planner, pathlib
-    >>> data = read_domain_file(pathlib.Path(planner.__file__).parent.parent / "domains/payment_release.yaml")
+    >>> import planner
+    >>> data = read_domain_file(planner.DOMAINS / "payment_release.yaml")
     >>> data["prior"]
     {'approval': {'approved': 0.55, 'pending': 0.45}}
     """
@@ -638,34 +638,32 @@ def _parse_time(text: str, path) -> _dt.datetime:
 def _precondition_cycle(observations) -> list | None:
     """The first cycle of "requires an outcome of" among observations, closed, or None.
 
-    Depth-first from each observation in file order; the cycle is rotated to
-    start at the observation declared first, so the message is stable.
+    Searched from each observation in file order (:func:`networkx.find_cycle`);
+    the cycle is rotated to start at the observation declared first, so the
+    message is the same every run.
+
+    >>> from planner.model import Observation, Likelihood, Case, Returned
+    >>> lik = Likelihood(depends_on=(), cases=(Case(when=(), value=(("y", 1.0),)),))
+    >>> a = Observation(name="a", role="inform", outcomes=("y",), likelihood=lik, requires=Returned("b", "y"))
+    >>> b = Observation(name="b", role="inform", outcomes=("y",), likelihood=lik, requires=Returned("a", "y"))
+    >>> _precondition_cycle([a, b]), _precondition_cycle([a])
+    (['a', 'b', 'a'], None)
     """
+    g = nx.DiGraph()
     order = {o.name: i for i, o in enumerate(observations)}
-    edges = {}
+    g.add_nodes_from(order)
     for o in observations:
-        atoms = expr_atoms(o.requires) if o.requires is not None else ()
-        edges[o.name] = list(dict.fromkeys(a.observation for a in atoms if isinstance(a, Returned)))
-    state = {}  # 1: on the current path, 2: done
+        if o.requires is not None:
+            g.add_edges_from((o.name, a.observation) for a in expr_atoms(o.requires) if isinstance(a, Returned))
     for start in order:
-        if start in state:
+        try:
+            edges = nx.find_cycle(g, source=start)
+        except nx.NetworkXNoCycle:
             continue
-        path, stack = [start], [iter(edges[start])]
-        state[start] = 1
-        while stack:
-            nxt = next(stack[-1], None)
-            if nxt is None:
-                state[path.pop()] = 2
-                stack.pop()
-            elif state.get(nxt) == 1:
-                cyc = path[path.index(nxt):]
-                k = min(range(len(cyc)), key=lambda i: order[cyc[i]])
-                cyc = cyc[k:] + cyc[:k]
-                return cyc + [cyc[0]]
-            elif nxt not in state:
-                state[nxt] = 1
-                path.append(nxt)
-                stack.append(iter(edges[nxt]))
+        cyc = [u for u, _ in edges]
+        k = min(range(len(cyc)), key=lambda i: order[cyc[i]])
+        cyc = cyc[k:] + cyc[:k]
+        return cyc + [cyc[0]]
     return None
 
 
@@ -679,14 +677,15 @@ def content_hash(data: dict) -> str:
     return "sha256:" + hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
-def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
-    """Validate parsed domain data and build a :class:`Domain` (see module doc).
+def domain_fields(data: dict) -> dict:
+    """Validate parsed domain data; return the fields of a :class:`planner.domain.Domain`.
 
+    :meth:`planner.domain.Domain.from_dict` is the public way to call this.
     Raises :class:`~planner.errors.DomainError` naming the path of the first problem.
 
     Examples
     --------
-    >>> d = domain_from_dict({
+    >>> domain_fields({
     ...     "domain": "tiny",
     ...     "world": {"x": {"values": ["a", "b"]}},
     ...     "prior": {"x": {"a": 0.5, "b": 0.45}},
@@ -699,10 +698,40 @@ def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
     _check_top(data)
     _check_schema(data)
     names = _Names()
+    props = _world(data["world"], names)
+    n_states = math.prod(len(v) for v in names.props.values())
+    if n_states > MAX_JOINT_STATES:  # before anything enumerates states
+        raise DomainError(["world"], f"{n_states} joint states exceed the cap of {MAX_JOINT_STATES}")
+    prior = _prior(data["prior"], names)
+    raw_obs = data.get("observations") or {}
+    for oname, spec in raw_obs.items():  # observation names first: requirements may reference them
+        _check_reserved(oname, ["observations", oname], "an observation")
+        if oname in names.props:
+            raise DomainError(["observations", oname], f"'{oname}' already names a proposition")
+        names.obs_failure[oname] = float(spec.get("failure_rate", 0.0))
+    budget = _budget(data.get("budget") or {})
+    observations = _observations(raw_obs, names, budget.dimensions)
+    _check_lineage(observations, names, n_states)
+    cycle = _precondition_cycle(observations)
+    if cycle:
+        text = " -> ".join(cycle)
+        if len(cycle) == 2:
+            text += f" ({cycle[0]} requires its own outcome)"
+        raise DomainError(["observations", cycle[0], "requires"], "cyclic preconditions: " + text)
+    actions = _actions(data["actions"], names)
+    checks = tuple(Check(name=str(c.get("name", f"check{i + 1}")), spec=c)
+                   for i, c in enumerate(data.get("checks", []) or []))
+    return dict(
+        name=data["domain"], description=data.get("description", ""), purpose=data.get("purpose"),
+        propositions=props, prior=prior, actions=actions, budget=budget, observations=observations,
+        max_age_minutes=_opt_float(data.get("max_age_minutes")), checks=checks,
+        content_hash=content_hash(data), raw=data,
+    )
 
-    # world
+
+def _world(raw_world: dict, names: _Names) -> list:
     props = []
-    for pname, spec in data["world"].items():
+    for pname, spec in raw_world.items():
         _check_reserved(pname, ["world", pname], "a proposition")
         values = spec["values"]
         seen = set()
@@ -713,14 +742,10 @@ def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
             seen.add(v)
         names.props[pname] = tuple(values)
         props.append(Proposition(name=pname, values=values, max_age_minutes=_opt_float(spec.get("max_age_minutes"))))
+    return props
 
-    # joint-state cap before anything enumerates states
-    n_states = math.prod(len(v) for v in names.props.values())
-    if n_states > MAX_JOINT_STATES:
-        raise DomainError(["world"], f"{n_states} joint states exceed the cap of {MAX_JOINT_STATES}")
 
-    # prior
-    raw_prior = data["prior"]
+def _prior(raw_prior: dict, names: _Names) -> Prior:
     if "joint" in raw_prior:
         if len(raw_prior) > 1:
             other = next(k for k in raw_prior if k != "joint")
@@ -737,42 +762,35 @@ def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
             seen_states[key] = i
             rows.append(Case(when=state, value=float(row["p"])))
         _check_sum([r.value for r in rows], ["prior", "joint"])
-        prior = Prior(joint=tuple(rows))
-    else:
-        marg = []
-        for p, dist in raw_prior.items():
-            if p not in names.props:
-                raise DomainError(["prior", p], _unknown_prop(p, names))
-            for v in dist:
-                if v not in names.props[p]:
-                    raise DomainError(["prior", p, v], _unknown_value(v, p, names))
-            for v in names.props[p]:
-                if v not in dist:
-                    raise DomainError(["prior", p], f"missing value '{v}' (give every value, 0 if impossible)")
-            _check_sum(dist.values(), ["prior", p])
-            marg.append((p, tuple((v, float(dist[v])) for v in names.props[p])))
-        for p in names.props:
-            if p not in raw_prior:
-                raise DomainError(["prior"], f"missing proposition '{p}' (or give a joint table)")
-        prior = Prior(marginals=tuple(marg))
+        return Prior(joint=tuple(rows))
+    marg = []
+    for p, dist in raw_prior.items():
+        if p not in names.props:
+            raise DomainError(["prior", p], _unknown_prop(p, names))
+        for v in dist:
+            if v not in names.props[p]:
+                raise DomainError(["prior", p, v], _unknown_value(v, p, names))
+        for v in names.props[p]:
+            if v not in dist:
+                raise DomainError(["prior", p], f"missing value '{v}' (give every value, 0 if impossible)")
+        _check_sum(dist.values(), ["prior", p])
+        marg.append((p, tuple((v, float(dist[v])) for v in names.props[p])))
+    for p in names.props:
+        if p not in raw_prior:
+            raise DomainError(["prior"], f"missing proposition '{p}' (or give a joint table)")
+    return Prior(marginals=tuple(marg))
 
-    # observation names first: requirements may reference them
-    raw_obs = data.get("observations") or {}
-    for oname, spec in raw_obs.items():
-        _check_reserved(oname, ["observations", oname], "an observation")
-        if oname in names.props:
-            raise DomainError(["observations", oname], f"'{oname}' already names a proposition")
-        names.obs_failure[oname] = float(spec.get("failure_rate", 0.0))
 
-    # budget
-    raw_budget = data.get("budget") or {}
+def _budget(raw_budget: dict) -> Budget:
     limits = raw_budget.get("limits") or {}
     weights = raw_budget.get("weights") or {}
     dims = list(limits) + [d for d in weights if d not in limits]
-    budget = Budget(dimensions=dims, limits=tuple((k, float(v)) for k, v in limits.items()),
-                    weights=tuple((k, float(v)) for k, v in weights.items()))
+    return Budget(dimensions=dims, limits=tuple((k, float(v)) for k, v in limits.items()),
+                  weights=tuple((k, float(v)) for k, v in weights.items()))
 
-    # observations: likelihoods first (they fix the outcomes), then references
+
+def _observations(raw_obs: dict, names: _Names, dims) -> list:
+    # likelihoods first (they fix the outcomes), then references to outcomes
     parsed = {}
     for oname, spec in raw_obs.items():
         path = ["observations", oname]
@@ -784,49 +802,52 @@ def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
         lik, outcomes = _likelihood(spec["likelihood"], spec, names, path + ["likelihood"])
         names.obs_outcomes[oname] = tuple(outcomes)
         parsed[oname] = (lik, outcomes)
-    observations = []
-    for oname, spec in raw_obs.items():
-        path = ["observations", oname]
-        role = spec["role"]
-        bears_on = spec.get("bears_on")
-        lik, outcomes = parsed[oname]
-        establishes = ()
-        if "establishes" in spec:
-            if role not in ("establish", "supersede"):
-                raise DomainError(path + ["establishes"],
-                                  f"only establish and supersede observations establish facts, not {role}")
-            for y, v in spec["establishes"].items():
-                if y not in outcomes:
-                    raise DomainError(path + ["establishes", y], f"unknown outcome '{y}' (outcomes: {', '.join(outcomes)})")
-                if v not in names.props[bears_on]:
-                    raise DomainError(path + ["establishes", y], _unknown_value(v, bears_on, names))
-            establishes = tuple(spec["establishes"].items())
-        elif role in ("establish", "supersede"):
-            establishes = tuple((y, y) for y in outcomes if y in names.props[bears_on])
-            if not establishes:
-                raise DomainError(path, f"no outcome names a value of {bears_on} "
-                                        f"(values: {', '.join(names.props[bears_on])}): add an establishes map")
-        cost = spec.get("cost") or {}
-        for d in cost:
-            if d not in dims:
-                raise DomainError(path + ["cost", d], f"unknown budget dimension '{d}'"
-                                  + _hint(d, dims, "declared in budget"))
-        if "age_minutes" in spec and "as_of" in spec:
-            raise DomainError(path + ["as_of"], "give age_minutes or as_of, not both")
-        as_of = _parse_time(spec["as_of"], path + ["as_of"]) if "as_of" in spec else None
-        requires = _fact_expr(spec["requires"], names, path + ["requires"]) if "requires" in spec else None
-        observations.append(Observation(
-            name=oname, role=role, outcomes=outcomes, likelihood=lik, bears_on=bears_on,
-            establishes=establishes, cost=tuple((d, float(c)) for d, c in cost.items()),
-            entitlement=spec.get("entitlement"),
-            purposes=tuple(spec["purposes"]) if "purposes" in spec else None,
-            age_minutes=_opt_float(spec.get("age_minutes")), as_of=as_of,
-            max_age_minutes=_opt_float(spec.get("max_age_minutes")), requires=requires,
-            lineage=spec.get("lineage"), failure_rate=float(spec.get("failure_rate", 0.0)),
-            relevance=_opt_float(spec.get("relevance")),
-        ))
+    return [_observation(oname, spec, *parsed[oname], names, dims) for oname, spec in raw_obs.items()]
 
-    # lineage groups: members copy one record, so they must describe it the same way
+
+def _observation(oname: str, spec: dict, lik, outcomes, names: _Names, dims) -> Observation:
+    path = ["observations", oname]
+    role = spec["role"]
+    bears_on = spec.get("bears_on")
+    establishes = ()
+    if "establishes" in spec:
+        if role not in ("establish", "supersede"):
+            raise DomainError(path + ["establishes"],
+                              f"only establish and supersede observations establish facts, not {role}")
+        for y, v in spec["establishes"].items():
+            if y not in outcomes:
+                raise DomainError(path + ["establishes", y], f"unknown outcome '{y}' (outcomes: {', '.join(outcomes)})")
+            if v not in names.props[bears_on]:
+                raise DomainError(path + ["establishes", y], _unknown_value(v, bears_on, names))
+        establishes = tuple(spec["establishes"].items())
+    elif role in ("establish", "supersede"):
+        establishes = tuple((y, y) for y in outcomes if y in names.props[bears_on])
+        if not establishes:
+            raise DomainError(path, f"no outcome names a value of {bears_on} "
+                                    f"(values: {', '.join(names.props[bears_on])}): add an establishes map")
+    cost = spec.get("cost") or {}
+    for d in cost:
+        if d not in dims:
+            raise DomainError(path + ["cost", d], f"unknown budget dimension '{d}'"
+                              + _hint(d, dims, "declared in budget"))
+    if "age_minutes" in spec and "as_of" in spec:
+        raise DomainError(path + ["as_of"], "give age_minutes or as_of, not both")
+    as_of = _parse_time(spec["as_of"], path + ["as_of"]) if "as_of" in spec else None
+    requires = _fact_expr(spec["requires"], names, path + ["requires"]) if "requires" in spec else None
+    return Observation(
+        name=oname, role=role, outcomes=outcomes, likelihood=lik, bears_on=bears_on,
+        establishes=establishes, cost=tuple((d, float(c)) for d, c in cost.items()),
+        entitlement=spec.get("entitlement"),
+        purposes=tuple(spec["purposes"]) if "purposes" in spec else None,
+        age_minutes=_opt_float(spec.get("age_minutes")), as_of=as_of,
+        max_age_minutes=_opt_float(spec.get("max_age_minutes")), requires=requires,
+        lineage=spec.get("lineage"), failure_rate=float(spec.get("failure_rate", 0.0)),
+        relevance=_opt_float(spec.get("relevance")),
+    )
+
+
+def _check_lineage(observations, names: _Names, n_states: int) -> None:
+    """Members of a lineage group copy one record, so they must describe it the same way."""
     groups: dict[str, Observation] = {}
     for o in observations:
         if o.lineage is None:
@@ -849,17 +870,10 @@ def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
         raise DomainError(["world"], f"{total} joint states (with {len(latent_sizes)} lineage variable"
                                      f"{'s' if len(latent_sizes) != 1 else ''}) exceed the cap of {MAX_JOINT_STATES}")
 
-    # preconditions must not be cyclic
-    cycle = _precondition_cycle(observations)
-    if cycle:
-        text = " -> ".join(cycle)
-        if len(cycle) == 2:
-            text += f" ({cycle[0]} requires its own outcome)"
-        raise DomainError(["observations", cycle[0], "requires"], "cyclic preconditions: " + text)
 
-    # actions
+def _actions(raw_actions: dict, names: _Names) -> list:
     actions = []
-    for aname, spec in data["actions"].items():
+    for aname, spec in raw_actions.items():
         path = ["actions", aname]
         loss = _loss(spec["loss"], names, path + ["loss"])
         requires = _fact_expr(spec["requires"], names, path + ["requires"]) if "requires" in spec else None
@@ -869,48 +883,8 @@ def domain_from_dict(data: dict, *, source: str = "<dict>") -> Domain:
     if all(a.requires is not None for a in actions):
         raise DomainError(["actions"], "every action has requires: at least one must have none "
                                        "(the fallback when no evidence can be had)")
-
-    checks = tuple(Check(name=str(c.get("name", f"check{i + 1}")), spec=c)
-                   for i, c in enumerate(data.get("checks", []) or []))
-    return Domain(
-        name=data["domain"], description=data.get("description", ""), purpose=data.get("purpose"),
-        propositions=props, prior=prior, actions=actions, budget=budget, observations=observations,
-        max_age_minutes=_opt_float(data.get("max_age_minutes")), checks=checks,
-        content_hash=content_hash(data), raw=data,
-    )
+    return actions
 
 
 def _opt_float(x):
     return None if x is None else float(x)
-
-
-def load_domain(path) -> Domain:
-    """Read, validate and build a domain from a YAML or JSON file.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        The domain file; ``.json`` is read as JSON, anything else as YAML.
-
-    Returns
-    -------
-    Domain
-
-    Raises
-    ------
-    planner.errors.DomainError
-        One line naming the path in the file and what is wrong.
-
-    See Also
-    --------
-    read_domain_file, domain_from_dict
-
-    Examples
-    --------
-    >>> import planner, pathlib
-    >>> d = load_domain(pathlib.Path(planner.__file__).parent.parent / "domains/payment_release.yaml")
-    >>> [o.name for o in d.observations]
-    ['approval_registry', 'manager_message', 'stale_approval_pdf', 'mailbox_sweep']
-    """
-    data = read_domain_file(path)
-    return domain_from_dict(data, source=str(path))

@@ -1,10 +1,10 @@
-"""The domain model: frozen attrs value classes, no logic beyond validation.
+"""The parts of a domain: frozen attrs value classes, no logic beyond validation.
 
-A :class:`Domain` is what a domain file says, with names still names. It is built
-by :func:`planner.loader.load_domain` (or :meth:`Domain.from_dict`), which checks
-everything a file can get wrong and raises :class:`planner.errors.DomainError`
-naming the path; the validators here only guard the invariants that the classes
-themselves rely on. :mod:`planner.compile` turns a `Domain` into arrays.
+A :class:`planner.domain.Domain` is what a domain file says, with names still
+names, made of these parts. :mod:`planner.loader` checks everything a file can
+get wrong and raises :class:`planner.errors.DomainError` naming the path; the
+validators here only guard the invariants that the classes themselves rely on.
+:mod:`planner.compile` turns a domain into arrays.
 
 Mappings are stored as tuples of ``(key, value)`` pairs, in file order, so that
 every value class is hashable and iteration order is the order of the file (the
@@ -35,7 +35,7 @@ __all__ = [
     "Budget",
     "Observation",
     "Check",
-    "Domain",
+    "expr_atoms",
 ]
 
 #: The reserved outcome of a tool that failed or timed out.
@@ -264,58 +264,3 @@ class Check:
 
     name: str
     spec: object = attrs.field(hash=False)  # a plain mapping: compared, not hashed
-
-
-@attrs.frozen(kw_only=True)
-class Domain:
-    """A validated domain, names still names.
-
-    Build with :meth:`from_dict` or :func:`planner.load_domain`.
-    """
-
-    name: str
-    description: str = ""
-    purpose: str | None = None
-    propositions: tuple = attrs.field(converter=tuple)
-    prior: Prior
-    actions: tuple = attrs.field(converter=tuple)
-    budget: Budget
-    observations: tuple = attrs.field(converter=tuple, default=())
-    max_age_minutes: float | None = None
-    checks: tuple = attrs.field(converter=tuple, default=())
-    content_hash: str = ""
-    raw: object = attrs.field(default=None, eq=False, repr=False)
-
-    @classmethod
-    def from_dict(cls, data, *, source: str = "<dict>") -> "Domain":
-        """Build a validated domain from a parsed domain file.
-
-        Raises :class:`planner.errors.DomainError` naming the path of the
-        first problem.
-
-        >>> d = Domain.from_dict({
-        ...     "domain": "tiny",
-        ...     "world": {"x": {"values": ["a", "b"]}},
-        ...     "prior": {"x": {"a": 0.5, "b": 0.5}},
-        ...     "actions": {"go": {"loss": 1}},
-        ... })
-        >>> d.name, [p.name for p in d.propositions]
-        ('tiny', ['x'])
-        """
-        from planner.loader import domain_from_dict
-
-        return domain_from_dict(data, source=source)
-
-    def observation(self, name: str) -> Observation:
-        """The observation called `name` (KeyError if there is none)."""
-        for o in self.observations:
-            if o.name == name:
-                return o
-        raise KeyError(name)
-
-    def proposition(self, name: str) -> Proposition:
-        """The proposition called `name` (KeyError if there is none)."""
-        for p in self.propositions:
-            if p.name == name:
-                return p
-        raise KeyError(name)

@@ -1,8 +1,12 @@
 """The decision node a policy looks at: belief, facts, budget and gates at one moment.
 
 A node is determined by the set of (observation, outcome) pairs seen so far
-(``outcome_of``); :func:`make_node` derives everything else from it and the
-session's belief. Policies read nodes and return :class:`Decision` objects.
+(``outcome_of``). There are exactly two ways to get one: :func:`root_node`
+(the prior, nothing seen, nothing spent) and :meth:`Node.child` (the one
+transition: one more outcome). The session, exact evaluation, the study and
+the peer adapter all move through the outcome tree with these two, so the
+belief update, the spend and the facts after an outcome are computed in one
+place. Policies read nodes and return :class:`Decision` objects.
 """
 
 from __future__ import annotations
@@ -10,11 +14,12 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from lookahead.core import BUDGET_TOL, bayes_risk, node_facts
-from planner.admission import Admission, precondition_text
+from lookahead.core import BUDGET_TOL, bayes_risk, node_facts, outcome_probs, posterior
+from lookahead.layout import NOT_TAKEN, STATUS_CONTRADICTED
+from planner.admission import BUDGET, Admission, Reason, precondition_reason
 from planner.compile import CompiledDomain
 
-__all__ = ["Candidate", "Decision", "Node", "make_node"]
+__all__ = ["Candidate", "Decision", "Node", "root_node"]
 
 
 @attrs.frozen(kw_only=True)
@@ -22,16 +27,17 @@ class Candidate:
     """One row of a step's candidate table.
 
     `status` is ``admitted`` (passed every gate, scored), ``rejected`` (a gate
-    failed: `reason` is the first, `reasons` all of them; never scored) or
-    ``taken`` (acquired earlier in the session). For admitted rows `value` is
-    the gross value of observing (EVSI for the one-step rule), `penalty` the
-    cost in loss units and `net` = value - penalty; `extra` carries
-    policy-specific columns (the lookahead's Q_d).
+    failed: `reason` is the first, `reasons` all of them, as
+    :class:`~planner.admission.Reason` values; never scored) or ``taken``
+    (acquired earlier in the session). For admitted rows `value` is the gross
+    value of observing (EVSI for the one-step rule), `penalty` the cost in loss
+    units and `net` = value - penalty; `extra` carries policy-specific columns
+    (the lookahead's Q_d).
     """
 
     observation: str
     status: str
-    reason: str | None = None
+    reason: Reason | None = None
     reasons: tuple = ()
     value: float | None = None
     penalty: float | None = None
@@ -41,8 +47,8 @@ class Candidate:
     def to_json(self) -> dict:
         out = {"observation": self.observation, "status": self.status}
         if self.status == "rejected":
-            out["reason"] = self.reason
-            out["reasons"] = list(self.reasons)
+            out["reason"] = self.reason.text()
+            out["reasons"] = [r.text() for r in self.reasons]
         if self.value is not None:
             out["value"] = self.value
             out["net"] = self.net
@@ -71,16 +77,19 @@ class Decision:
 
 @attrs.frozen(kw_only=True, eq=False)
 class Node:
-    """Everything at one decision node (arrays are read-only views).
+    """Everything at one decision node (arrays are read-only).
+
+    Build with :func:`root_node` and :meth:`child`.
 
     Attributes
     ----------
     outcome_of : int64[O]
-        Outcome index seen for each observation, -1 where not taken.
+        Outcome index seen for each observation, ``NOT_TAKEN`` (-1) where not taken.
     belief : float64[S]
     spent : float64[D]
     status : int64[P]
-        Established value per proposition (-1 none, -2 contradicted).
+        Established value per proposition, or a status code of
+        :mod:`lookahead.layout` (none, contradicted).
     permitted : bool[A]
     available : bool[O]
         Preconditions hold.
@@ -90,7 +99,7 @@ class Node:
         Bayes risk R(b) under the permitted actions.
     action : int
         The action attaining it (ties: file order).
-    reasons : tuple
+    reasons : tuple of tuple of Reason
         Per observation, every failed gate in gate order (empty when none).
     """
 
@@ -107,11 +116,56 @@ class Node:
     action: int
     reasons: tuple
 
+    # ------------------------------------------------------------------
+    # the transition
+
+    def outcome_probs(self, o: int) -> np.ndarray:
+        """``float64[n_outcomes[o]]``: P(y | this node's belief, o) for each outcome of `o`.
+
+        The same sums as the normaliser of :meth:`child`, bit for bit.
+        """
+        c = self.compiled
+        n_y = int(c.n_outcomes[o])
+        return outcome_probs(self.belief, c.lik[o], n_y, np.empty(n_y))[:n_y]
+
+    def child(self, o: int, y: int) -> "Node":
+        """The node after observation `o` returned outcome `y`: the one transition.
+
+        The belief is the Bayes update b_y(s) ∝ b(s) P(y | s, o), the spend
+        grows by o's cost, and facts, permitted actions and gates are derived
+        afresh from the new set of pairs. Raises :class:`ValueError` when `o`
+        is already taken or when `y` has probability 0 under the belief (the
+        update is undefined there; callers check eligibility and probability
+        first, and say why in their own terms).
+
+        Examples
+        --------
+        >>> import planner
+        >>> root = planner.Session(planner.load_domain("payment_release")).node
+        >>> after = root.child(0, 1)            # approval_registry returned pending
+        >>> round(after.risk, 3), after.compiled.action_names[after.action]
+        (1.085, 'hold')
+        """
+        c = self.compiled
+        if self.outcome_of[o] != NOT_TAKEN:
+            raise ValueError(f"{c.obs_names[o]} is already taken")
+        post = np.empty_like(self.belief)
+        z = posterior(self.belief, c.lik[o, y], post)
+        if z <= 0.0:
+            raise ValueError(f"{c.obs_names[o]}: outcome '{c.outcome_names[o][y]}' has probability 0 "
+                             "under the current belief")
+        outcome_of = self.outcome_of.copy()
+        outcome_of[o] = y
+        return _derive(c, self.admission, outcome_of, post, self.spent + c.cost[o])
+
+    # ------------------------------------------------------------------
+    # reading the node
+
     def gate_candidates(self) -> list:
         """Rows for rejected and taken observations; None where admitted (to be scored)."""
         rows = []
         for o, name in enumerate(self.compiled.obs_names):
-            if self.outcome_of[o] >= 0:
+            if self.outcome_of[o] != NOT_TAKEN:
                 rows.append(Candidate(observation=name, status="taken"))
             elif self.reasons[o]:
                 rows.append(Candidate(observation=name, status="rejected",
@@ -122,28 +176,51 @@ class Node:
 
     def contradicted(self) -> list:
         """Names of the propositions contradicted at this node."""
-        return [self.compiled.prop_names[p] for p in range(len(self.status)) if self.status[p] == -2]
+        return [self.compiled.prop_names[p] for p in range(len(self.status))
+                if self.status[p] == STATUS_CONTRADICTED]
+
+    def taken(self) -> int:
+        """The number of observations acquired so far."""
+        return int((self.outcome_of != NOT_TAKEN).sum())
+
+    @property
+    def key(self) -> bytes:
+        """A hashable key of the set of pairs seen (the node's identity)."""
+        return self.outcome_of.tobytes()
 
 
-def make_node(compiled: CompiledDomain, admission: Admission, outcome_of, belief, spent) -> Node:
-    """Derive a :class:`Node` from the pairs seen (`outcome_of`), belief and spend."""
-    outcome_of = np.asarray(outcome_of, dtype=np.int64)
+def root_node(compiled: CompiledDomain, admission: Admission) -> Node:
+    """The root of a session: the prior belief, nothing seen, nothing spent.
+
+    >>> import planner
+    >>> c = planner.compile_domain(planner.load_domain("payment_release"))
+    >>> n = root_node(c, planner.admit(c))
+    >>> round(n.risk, 3), c.obs_names[int(n.eligible.argmax())]
+    (4.85, 'approval_registry')
+    """
+    O = len(compiled.obs_names)
+    return _derive(compiled, admission, np.full(O, NOT_TAKEN, dtype=np.int64),
+                   np.array(compiled.prior, dtype=np.float64), np.zeros(len(compiled.dims)))
+
+
+def _derive(compiled: CompiledDomain, admission: Admission, outcome_of, belief, spent) -> Node:
+    """Everything else at a node, from its pairs, belief and spend."""
     status, permitted, available = node_facts(outcome_of, compiled.facts)
     risk, action = bayes_risk(belief, compiled.loss, permitted)
     O = len(compiled.obs_names)
     reasons = []
     eligible = np.zeros(O, dtype=np.bool_)
     for o in range(O):
-        if outcome_of[o] >= 0:
+        if outcome_of[o] != NOT_TAKEN:
             reasons.append(())
             continue
-        r = list(admission.all_static_reasons[o])
+        r = list(admission.static_reasons[o])
         for d, dim in enumerate(compiled.dims):
             if spent[d] + compiled.cost[o, d] > compiled.limits[d] + BUDGET_TOL:
-                r.append(f"budget exceeded: {dim}")
+                r.append(Reason(gate=BUDGET, dimension=dim))
                 break
         if not available[o]:
-            r.append("precondition unmet: " + precondition_text(compiled, o, status))
+            r.append(precondition_reason(compiled, o, status))
         reasons.append(tuple(r))
         eligible[o] = not r
     for a in (outcome_of, belief, spent, status, permitted, available, eligible):

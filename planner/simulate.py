@@ -1,18 +1,22 @@
-"""Simulate a session against a hidden world (the CLI's ``planner run``).
+"""Simulate a session against a hidden world (``planner run``), and the one outcome sampler.
 
 The hidden world is given (``{"approval": "pending"}``) or sampled from the
 prior with an explicit seed. Outcomes are drawn from the likelihoods with the
 seed, or, when the world is given and no seed, the most likely outcome is
 returned (ties: the outcome declared first), so a run replays exactly.
+
+:func:`inverse_cdf` is the sampler of replayed episodes: the study's Monte
+Carlo replay and its POUCT peer both draw outcomes with it from the same
+uniforms, so they see the same outcome of each source.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from planner.errors import PlannerError
+from planner.errors import WorldError
 
-__all__ = ["hidden_state", "simulate"]
+__all__ = ["hidden_state", "draw_outcome", "inverse_cdf", "simulate"]
 
 
 def hidden_state(compiled, world: dict | None, rng: np.random.Generator | None) -> tuple[int, dict]:
@@ -23,7 +27,7 @@ def hidden_state(compiled, world: dict | None, rng: np.random.Generator | None) 
     sampled with `rng` or set to their most likely value.
 
     >>> import planner
-    >>> c = planner.compile_domain(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
+    >>> c = planner.compile_domain(planner.load_domain("payment_release"))
     >>> hidden_state(c, {"approval": "pending"}, None)
     (1, {'approval': 'pending'})
     """
@@ -32,19 +36,19 @@ def hidden_state(compiled, world: dict | None, rng: np.random.Generator | None) 
     mask = np.ones(compiled.n_states, dtype=bool)
     for name, value in world.items():
         if name not in compiled.prop_names:
-            raise PlannerError(f"--world {name}={value}: unknown proposition '{name}' "
-                               f"(propositions: {', '.join(compiled.prop_names)})")
+            raise WorldError(f"{name}={value}: unknown proposition '{name}' "
+                             f"(propositions: {', '.join(compiled.prop_names)})")
         p = compiled.prop_names.index(name)
         if value not in compiled.prop_values[p]:
-            raise PlannerError(f"--world {name}={value}: unknown value '{value}' of {name} "
-                               f"(values: {', '.join(compiled.prop_values[p])})")
+            raise WorldError(f"{name}={value}: unknown value '{value}' of {name} "
+                             f"(values: {', '.join(compiled.prop_values[p])})")
         mask &= compiled.states[:, p] == compiled.prop_values[p].index(value)
     missing = [n for n in compiled.prop_names if n not in world]
     if missing and rng is None:
-        raise PlannerError(f"--world: missing {', '.join(missing)} (give every proposition, or --seed to sample)")
+        raise WorldError(f"missing {', '.join(missing)} (give every proposition, or a seed to sample the rest)")
     weights = np.where(mask, compiled.prior, 0.0)
     if weights.sum() <= 0:
-        raise PlannerError("--world: this world has prior probability 0")
+        raise WorldError("this world has prior probability 0")
     if rng is None:
         s = int(np.argmax(weights))  # first most likely (lineage variables only differ here)
     else:
@@ -59,6 +63,25 @@ def draw_outcome(compiled, o: int, s: int, rng: np.random.Generator | None) -> s
     p = np.asarray(compiled.lik[o, :n, s], dtype=float)
     y = int(np.argmax(p)) if rng is None else int(rng.choice(n, p=p / p.sum()))
     return compiled.outcome_names[o][y]
+
+
+def inverse_cdf(lik_o, n_o: int, s: int, u: float) -> int:
+    """The outcome of an observation whose uniform draw is `u`, in state `s` (inverse CDF).
+
+    ``lik_o : float64[Y, S]``; the outcomes ``0 .. n_o - 1`` in order; `u` in
+    [0, 1). When rounding leaves the cumulative sum just under `u`, the last
+    outcome of positive probability.
+
+    >>> lik = np.array([[0.25], [0.0], [0.75]])
+    >>> [inverse_cdf(lik, 3, 0, u) for u in (0.0, 0.2499, 0.25, 0.99)]
+    [0, 0, 2, 2]
+    """
+    cdf = 0.0
+    for y in range(n_o):
+        cdf += lik_o[y, s]
+        if u < cdf:
+            return y
+    return max(y for y in range(n_o) if lik_o[y, s] > 0)
 
 
 def simulate(session, world: dict | None = None, seed: int | None = None):

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, settings
 import planner
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DOMAINS = ROOT / "domains"
+DOMAINS = planner.DOMAINS
 
 settings.register_profile(
     "ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
@@ -20,7 +20,7 @@ settings.load_profile("ci")
 
 @pytest.fixture(scope="session")
 def payment():
-    """The seed's payment case (DESIGN.md section 3)."""
+    """The seed's worked payment case (approved 0.55 / pending 0.45; registry EVSI 3.911)."""
     return planner.load_domain(DOMAINS / "payment_release.yaml")
 
 

@@ -1,31 +1,117 @@
-"""The policy interface and the deterministic tie rule."""
+"""The policy interface, its contract, and the deterministic tie rule."""
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from lookahead.core import TIE
 
-__all__ = ["Policy", "pick_best"]
+__all__ = ["Policy", "pick_best", "positive_int"]
 
 
 class Policy:
     """A policy: ``decide(node) -> Decision``.
 
-    Subclasses are frozen attrs classes; `spec` is the string that rebuilds
-    them with :func:`planner.policies.parse_policy` (stored in receipts).
+    **The contract** every policy keeps, and that the session, exact
+    evaluation (:mod:`planner.evaluate`), acquisition harm, replay and the
+    depth study rely on:
+
+    1. *A decision is a deterministic function of the node*: the same node
+       (the same set of (observation, outcome) pairs seen, under the same
+       compiled domain and admission) gives the same :class:`Decision`, choice
+       and candidate values alike, whatever was asked before and in whatever
+       order. The evaluator memoises decisions on the node, replay re-derives
+       them, and the study reuses a decision at a node met twice. A policy may
+       cache work, never let the cache change an answer.
+    2. It only chooses an observation that is ``eligible`` at the node
+       (admitted, available, affordable, not taken); the session refuses any
+       other.
+    3. Its candidate table lists every observation once, in file order:
+       rejected rows with their reasons (never scored), taken rows, and
+       admitted rows with the policy's value, penalty and net.
+    4. ``spec`` rebuilds an equal policy through
+       :func:`planner.policies.parse_policy` (it is stored in receipts).
+
+    **Registering a policy**: one file defines a subclass (a frozen attrs
+    class) with the class attributes below, and one line in
+    :mod:`planner.policies.registry` lists it. The spec parser, the CLI help
+    text, the receipts' value label and the depth study read those attributes;
+    nothing else needs to change.
+
+    Class attributes
+    ----------------
+    name : str
+        The spec's name (``"top-k"``).
+    arg : str or None
+        The placeholder of the spec's argument (``"K"``), or None for a policy
+        without one (spec ``"one-step"``).
+    forms : tuple of str
+        The spec forms listed in help texts (default: ``name`` or ``name:arg``).
+    summary : str
+        One line for the help text.
+    study : tuple of str
+        Specs of this policy compared in the depth study (empty: not compared).
+    adaptive : bool
+        Decides by looking at value or belief (the study's adaptive group).
+    depth_group : bool
+        A multi-step lookahead (the study's depth group).
+    value_label : str
+        The heading of the candidate table's value column.
     """
 
-    spec: str = "?"
+    name: str = "?"
+    arg: str | None = None
+    forms: tuple = ()
+    summary: str = ""
+    study: tuple = ()
+    adaptive: bool = False
+    depth_group: bool = False
+    value_label: str = "EVSI"
+
+    @property
+    def spec(self) -> str:
+        return self.name
+
+    @classmethod
+    def from_arg(cls, arg: str | None, spec: str) -> "Policy":
+        """Build the policy from the text after ``name:`` (None when the spec has none).
+
+        Raise :class:`~planner.errors.PolicyError` naming `spec` on a bad argument.
+        """
+        return cls()
+
+    @classmethod
+    def spec_forms(cls) -> tuple:
+        return cls.forms or ((cls.name,) if cls.arg is None else (f"{cls.name}:{cls.arg}",))
 
     def decide(self, node):  # pragma: no cover - interface
         raise NotImplementedError
 
     def params(self) -> dict:
         """The policy's parameters, for receipts."""
-        import attrs
-
         return attrs.asdict(self) if attrs.has(type(self)) else {}
+
+
+def positive_int(text: str | None, spec: str) -> int:
+    """The positive integer after ``name:`` in `spec` (a one-line error otherwise).
+
+    >>> positive_int("3", "top-k:3")
+    3
+    >>> positive_int("x", "top-k:x")
+    Traceback (most recent call last):
+    ...
+    planner.errors.PolicyError: policy 'top-k:x': expected a positive integer after ':'
+    """
+    from planner.errors import PolicyError
+
+    try:
+        k = int(text) if text is not None else 0
+    except ValueError:
+        k = 0
+    if k < 1:
+        raise PolicyError(f"policy '{spec}': expected a positive integer after ':'")
+    return k
 
 
 def pick_best(net, penalty, mask) -> int | None:

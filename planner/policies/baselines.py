@@ -6,7 +6,7 @@ import attrs
 import numpy as np
 
 from planner.node import Candidate, Decision
-from planner.policies.base import Policy
+from planner.policies.base import Policy, positive_int
 
 __all__ = ["NoRetrieval", "StaticTopK", "relevance_order"]
 
@@ -23,7 +23,9 @@ def _unscored_rows(node):
 class NoRetrieval(Policy):
     """Decide on the prior: never acquire anything (stop reason ``policy_limit``)."""
 
-    spec = "none"
+    name = "none"
+    summary = "decide on the prior: acquire nothing"
+    study = ("none",)
 
     def decide(self, node):
         return Decision(observe=None, candidates=tuple(_unscored_rows(node)), limited=True)
@@ -48,13 +50,22 @@ class StaticTopK(Policy):
 
     k: int = attrs.field(validator=attrs.validators.ge(1))
 
+    name = "top-k"
+    arg = "K"
+    summary = "static relevance order over the eligible universe, up to K acquisitions"
+    study = ("top-k:1", "top-k:3")
+
+    @classmethod
+    def from_arg(cls, arg, spec):
+        return cls(k=positive_int(arg, spec))
+
     @property
     def spec(self) -> str:
         return f"top-k:{self.k}"
 
     def decide(self, node):
         rows = _unscored_rows(node)
-        taken = int((node.outcome_of >= 0).sum())
+        taken = node.taken()
         if taken >= self.k:
             return Decision(observe=None, candidates=tuple(rows), limited=True)
         rank = {o: r + 1 for r, o in enumerate(relevance_order(node.compiled))}

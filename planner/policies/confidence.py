@@ -14,8 +14,10 @@ import attrs
 import numpy as np
 
 from lookahead.core import TIE, reachable_actions
+from planner.errors import PolicyError
 from planner.node import Candidate, Decision
 from planner.policies.base import Policy
+from planner.policies.baselines import relevance_order
 
 __all__ = ["ConfidenceGate", "p_best"]
 
@@ -35,13 +37,12 @@ def p_best(node) -> float:
     loss-minimising only when approval is pending (0.45).
 
     >>> import planner
-    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
+    >>> s = planner.Session(planner.load_domain("payment_release"))
     >>> round(p_best(s.node), 3)
     0.45
     """
     c = node.compiled
-    n_values = max(len(v) for v in c.prop_values)
-    reach = reachable_actions(node.outcome_of, node.admission.admitted, c.facts, n_values)
+    reach = reachable_actions(node.outcome_of, node.admission.admitted, c.facts, c.n_values)
     loss = c.loss[reach]
     best = loss.min(axis=0)
     ok = c.loss[node.action] <= best + TIE
@@ -71,7 +72,7 @@ class ConfidenceGate(Policy):
     the gate reads it first, value or not:
 
     >>> import planner
-    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"), ConfidenceGate(0.9))
+    >>> s = planner.Session(planner.load_domain("payment_release"), ConfidenceGate(0.9))
     >>> step = s.next()
     >>> step.observation, round(step.info["p_best"], 2)
     ('manager_message', 0.45)
@@ -81,11 +82,27 @@ class ConfidenceGate(Policy):
     ('approval_registry', 0.727)
     >>> s.record("approval_registry", "pending")
     >>> stop = s.next()
-    >>> stop.action, stop.reason, stop.info["p_best"]
+    >>> stop.action, stop.reason, round(stop.info["p_best"], 9)
     ('hold', 'policy_limit', 1.0)
     """
 
     threshold: float = attrs.field(converter=float)
+
+    name = "confidence"
+    arg = "T"
+    summary = "retrieve-or-not gate: acquire the most relevant eligible source while P(best action) < T"
+    study = ("confidence:0.9",)
+    adaptive = True
+
+    @classmethod
+    def from_arg(cls, arg, spec):
+        try:
+            threshold = float(arg)
+        except (TypeError, ValueError):
+            threshold = float("nan")
+        if not 0.0 < threshold <= 1.0:
+            raise PolicyError(f"policy '{spec}': expected a threshold in (0, 1] after ':'")
+        return cls(threshold=threshold)
 
     @threshold.validator
     def _check(self, _attr, value):
@@ -97,8 +114,6 @@ class ConfidenceGate(Policy):
         return f"confidence:{self.threshold:g}"
 
     def decide(self, node):
-        from planner.policies.baselines import relevance_order
-
         c = node.compiled
         order = relevance_order(c)
         rank = {o: r + 1 for r, o in enumerate(order)}

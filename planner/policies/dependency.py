@@ -6,7 +6,7 @@ approval registry needs. The rule scores each such observation as if unlocked,
 discounted by the probability that its cheapest prerequisite plan succeeds, and
 charged for the whole plan; it follows that plan when the score is positive and
 beats every observation available now. No search: one plan per blocked target,
-from :func:`planner.graph.cheapest_prerequisite_plan`.
+from :func:`planner.prerequisites.cheapest_prerequisite_plan`.
 """
 
 from __future__ import annotations
@@ -15,41 +15,27 @@ import attrs
 import numpy as np
 
 from lookahead.core import TIE, evsi
-from planner.graph import build_graph, cheapest_prerequisite_plan
+from lookahead.layout import NOT_TAKEN
+from planner.admission import PRECONDITION
+from planner.andor import precondition_graph
 from planner.node import Decision
 from planner.policies.base import Policy, pick_best
 from planner.policies.onestep import one_step_table
+from planner.prerequisites import cheapest_prerequisite_plan
 
 __all__ = ["DependencyRule", "blocked_by_preconditions_only", "unlock_scores"]
-
-_PRECONDITION = "precondition unmet: "
-
-# One precondition graph per domain object: the rule is asked at every node of
-# a session or an exact evaluation, and the graph depends only on the domain.
-_GRAPHS: dict[int, tuple] = {}
-
-
-def _graph(compiled):
-    domain = compiled.domain
-    hit = _GRAPHS.get(id(domain))
-    if hit is None or hit[0] is not domain:
-        if len(_GRAPHS) >= 16:
-            _GRAPHS.clear()
-        hit = (domain, build_graph(domain))
-        _GRAPHS[id(domain)] = hit
-    return hit[1]
 
 
 def blocked_by_preconditions_only(node, o: int) -> bool:
     """True when `o` is untaken and its only failed gate is an unmet precondition.
 
     >>> import planner
-    >>> node = planner.Session(planner.load_domain(planner.DOMAINS / "identity_registry.yaml")).node
+    >>> node = planner.Session(planner.load_domain("identity_registry")).node
     >>> [blocked_by_preconditions_only(node, o) for o in range(5)]
     [False, True, False, False, False]
     """
     r = node.reasons[o]
-    return node.outcome_of[o] < 0 and bool(r) and all(x.startswith(_PRECONDITION) for x in r)
+    return node.outcome_of[o] == NOT_TAKEN and bool(r) and all(x.gate == PRECONDITION for x in r)
 
 
 def unlock_scores(node) -> dict:
@@ -68,18 +54,18 @@ def unlock_scores(node) -> dict:
     -------
     dict
         ``{o: (score, unlocked_value, plan)}`` in file order (plan a
-        :class:`~planner.graph.PrerequisitePlan`).
+        :class:`~planner.prerequisites.PrerequisitePlan`).
 
     Examples
     --------
     >>> import planner
-    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "identity_registry.yaml"), "dependency")
+    >>> s = planner.Session(planner.load_domain("identity_registry"), "dependency")
     >>> (o, (score, value, plan)), = unlock_scores(s.node).items()
     >>> s.compiled.obs_names[o], round(value, 3), round(plan.success, 3), round(score, 3)
     ('approval_registry', 3.911, 0.9, 3.158)
     """
     c = node.compiled
-    graph = _graph(c)
+    graph = precondition_graph(c)
     out = {}
     for o in range(len(c.obs_names)):
         if not blocked_by_preconditions_only(node, o):
@@ -118,7 +104,7 @@ class DependencyRule(Policy):
     Examples
     --------
     >>> import planner
-    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "identity_registry.yaml"), DependencyRule())
+    >>> s = planner.Session(planner.load_domain("identity_registry"), DependencyRule())
     >>> step = s.next()
     >>> step.observation, step.info["target"]
     ('identity_resolution', 'approval_registry')
@@ -127,7 +113,10 @@ class DependencyRule(Policy):
     'approval_registry'
     """
 
-    spec = "dependency"
+    name = "dependency"
+    summary = "one-step plus the value of observations blocked only by preconditions, via the cheapest prerequisite plan"
+    study = ("dependency",)
+    adaptive = True
 
     def decide(self, node):
         c = node.compiled

@@ -20,12 +20,12 @@ untaken, affordable observations whose value as if unlocked (EVSI at the
 current belief, minus penalty) is positive, capped at :data:`MAX_AUTO_DEPTH`.
 The prerequisite depth of an observation is 0 when it is available at the
 node, else its structural prerequisite depth while a plan can still unlock it
-(:mod:`planner.graph`; see :func:`auto_depth`).
+(:mod:`planner.prerequisites`; see :func:`auto_depth`).
 
 A search that would expand more than ``max_nodes`` nodes (default
 :data:`lookahead.search.MAX_NODES`, 2,000,000) raises
-:class:`planner.errors.SearchCapError` with a one-line message naming the cap
-and suggesting a smaller depth.
+:class:`planner.errors.SearchCapError`, which carries the policy, the depth
+and the cap (the CLI's message names the options that help).
 """
 
 from __future__ import annotations
@@ -35,10 +35,13 @@ import numpy as np
 
 import lookahead.search
 from lookahead.core import TIE, affordable, evsi
+from lookahead.layout import NOT_TAKEN
 from lookahead.search import SearchCapExceeded, expectimax, plan_from
-from planner.errors import SearchCapError
+from planner.andor import precondition_graph
+from planner.errors import PolicyError, SearchCapError
 from planner.node import Candidate, Decision
-from planner.policies.base import Policy, pick_best
+from planner.policies.base import Policy, pick_best, positive_int
+from planner.prerequisites import cheapest_prerequisite_plan, prerequisite_depth
 
 __all__ = ["Lookahead", "MAX_AUTO_DEPTH", "auto_depth", "plan_text"]
 
@@ -72,7 +75,7 @@ class Lookahead(Policy):
     Examples
     --------
     >>> import planner
-    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"), Lookahead(depth=2))
+    >>> s = planner.Session(planner.load_domain("payment_release"), Lookahead(depth=2))
     >>> step = s.next()
     >>> row = step.candidates[0]
     >>> step.observation, round(row.value, 3), round(row.net, 3), round(row.extra["q"], 3)
@@ -84,6 +87,22 @@ class Lookahead(Policy):
     depth: object = attrs.field(default=2, validator=_check_depth)
     max_nodes: int | None = attrs.field(default=None, kw_only=True)
     prune: bool = attrs.field(default=True, kw_only=True)
+
+    name = "lookahead"
+    arg = "D"
+    forms = ("lookahead:D", "lookahead:auto")
+    summary = ("exact memoised expectimax to depth D, re-planned after every outcome; auto: 1 + the "
+               "prerequisite depth of valuable observations")
+    study = ("lookahead:2", "lookahead:3", "lookahead:auto")
+    adaptive = True
+    depth_group = True
+    value_label = "value"
+
+    @classmethod
+    def from_arg(cls, arg, spec):
+        if arg is None:
+            raise PolicyError(f"policy '{spec}': expected a depth (a positive integer, or auto) after ':'")
+        return cls(depth="auto" if arg == "auto" else positive_int(arg, spec))
 
     @property
     def spec(self) -> str:
@@ -98,17 +117,13 @@ class Lookahead(Policy):
             info["prerequisite_depths"] = pdepths
         else:
             d = int(self.depth)
-        n_values = max(len(v) for v in c.prop_values)
         cap = lookahead.search.MAX_NODES if self.max_nodes is None else int(self.max_nodes)
         try:
             res = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted, d,
-                             c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, n_values,
+                             c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values,
                              prune=self.prune, max_nodes=cap)
         except SearchCapExceeded as e:
-            smaller = f"lookahead:D with D < {d}" if d > 1 else "one-step"
-            raise SearchCapError(f"lookahead:{self.depth}: the depth-{d} search exceeds its cap of {e.cap:,} "
-                                 f"expanded nodes (lookahead.search.MAX_NODES); use a smaller depth "
-                                 f"(--policy {smaller})") from None
+            raise SearchCapError(self.spec, d, e.cap) from None
         values = node.risk - res.expected  # EVSI at depth 1, bit for bit
         net = values - c.penalty
         rows = node.gate_candidates()
@@ -205,9 +220,9 @@ def auto_depth(node, cap: int = MAX_AUTO_DEPTH) -> tuple[int, dict]:
     observations counted.
 
     The prerequisite depth is 0 for an observation available at the node, else
-    its structural depth :func:`planner.graph.prerequisite_depth` (the
+    its structural depth :func:`planner.prerequisites.prerequisite_depth` (the
     acquisitions needed from nothing seen), counted only while some prerequisite
-    plan from the node can still unlock it (:func:`planner.graph.cheapest_prerequisite_plan`;
+    plan from the node can still unlock it (:func:`planner.prerequisites.cheapest_prerequisite_plan`;
     an observation whose prerequisite was rejected, answered otherwise, or no
     longer fits the budget is left out).
 
@@ -220,17 +235,14 @@ def auto_depth(node, cap: int = MAX_AUTO_DEPTH) -> tuple[int, dict]:
     1.304). The cost is a deeper search at later nodes, capped at `cap`.
 
     >>> import planner
-    >>> n = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml")).node
+    >>> n = planner.Session(planner.load_domain("payment_release")).node
     >>> auto_depth(n)
     (1, {'approval_registry': 0})
     """
-    from planner.graph import build_graph, cheapest_prerequisite_plan, prerequisite_depth
-
     c = node.compiled
-    graph = None
     valuable = {}
     for o in range(len(c.obs_names)):
-        if not node.admission.admitted[o] or node.outcome_of[o] >= 0:
+        if not node.admission.admitted[o] or node.outcome_of[o] != NOT_TAKEN:
             continue
         if not affordable(o, node.spent, c.cost, c.limits):
             continue  # spending only grows: unaffordable now, unaffordable later
@@ -240,7 +252,7 @@ def auto_depth(node, cap: int = MAX_AUTO_DEPTH) -> tuple[int, dict]:
         if node.available[o]:
             valuable[c.obs_names[o]] = 0
             continue
-        graph = graph if graph is not None else build_graph(c)
+        graph = precondition_graph(c)
         if cheapest_prerequisite_plan(graph, o, node) is not None:
             valuable[c.obs_names[o]] = prerequisite_depth(graph, o)
     depth = 1 + max(valuable.values(), default=0)

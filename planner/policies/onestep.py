@@ -47,13 +47,16 @@ class OneStepEVSI(Policy):
     Examples
     --------
     >>> import planner
-    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"), OneStepEVSI())
+    >>> s = planner.Session(planner.load_domain("payment_release"), OneStepEVSI())
     >>> step = s.next()
     >>> step.observation, round(step.candidates[0].value, 3), round(step.candidates[0].net, 3)
     ('approval_registry', 3.911, 3.658)
     """
 
-    spec = "one-step"
+    name = "one-step"
+    summary = "the one-step EVSI rule: take the largest EVSI - cost while positive"
+    study = ("one-step",)
+    adaptive = True
 
     def decide(self, node):
         net, rows = one_step_table(node)

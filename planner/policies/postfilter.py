@@ -16,7 +16,7 @@ from __future__ import annotations
 import attrs
 
 from planner.node import Decision
-from planner.policies.base import Policy
+from planner.policies.base import Policy, positive_int
 from planner.policies.baselines import _unscored_rows, relevance_order
 
 __all__ = ["PostFilteredTopK"]
@@ -38,14 +38,21 @@ class PostFilteredTopK(Policy):
     the stale PDF, so a post-filtered top-2 acquires nothing:
 
     >>> import planner
-    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"),
-    ...                     "postfilter-top-k:2")
+    >>> s = planner.Session(planner.load_domain("payment_release"), "postfilter-top-k:2")
     >>> stop = s.next()
     >>> stop.action, stop.reason
     ('hold', 'policy_limit')
     """
 
     k: int = attrs.field(validator=attrs.validators.ge(1))
+
+    name = "postfilter-top-k"
+    arg = "K"
+    summary = "labelled anti-pattern: cut the top K by relevance first, filter by the gates after"
+
+    @classmethod
+    def from_arg(cls, arg, spec):
+        return cls(k=positive_int(arg, spec))
 
     @property
     def spec(self) -> str:

@@ -1,11 +1,28 @@
-"""Seeded domain generator over named knobs, and the study's domain families.
+"""The project's seeded domain generator: the depth study's families, and the lookahead benchmark's domains.
 
-:func:`generate_domain` turns a :class:`Knobs` value and a seed into a plain
-domain-file dict (what a YAML file parses to), which
-:meth:`planner.model.Domain.from_dict` validates and :func:`to_yaml` writes
-out. Every structural choice is a knob; every number that is not a knob is
-drawn from ``np.random.default_rng(seed)``, so a (knobs, seed) pair names one
-domain exactly.
+Two public generators share this module's helpers (rounding, binary and
+rounded distributions); both return a plain domain-file dict (what a YAML
+file parses to), which :meth:`planner.domain.Domain.from_dict` validates and
+:func:`to_yaml` writes out:
+
+- :func:`generate_domain` (knobs, seed): the depth study's generator over
+  named :class:`Knobs`; :func:`family_domain` draws the knobs of one instance
+  of a named family (:data:`FAMILIES`) and calls it;
+- :func:`benchmark_domain` (n_obs, n_states, seed): the unstructured random
+  domains the lookahead benchmark (``bench/bench_lookahead.py``) times the
+  search on, sized by observation and joint-state count (see the last section).
+
+:func:`generate_domain` is assembled from one private function per part, in the
+order they draw from the generator: world and prior, actions, the prerequisite
+chain, the registry and establishing sources, weak signals, lineage copies,
+distractors, budget.
+
+The knobs' generator
+--------------------
+:func:`generate_domain` turns a :class:`Knobs` value and a seed into a
+domain-file dict. Every structural choice is a knob; every number that is not
+a knob is drawn from ``np.random.default_rng(seed)``, so a (knobs, seed) pair
+names one domain exactly.
 
 The shape of a generated domain
 -------------------------------
@@ -46,9 +63,32 @@ decision (its EVSI is 0) while two concordant ones do: with likelihood ratios
 L1 >= L2 (the two strongest), the prior odds are put at ``T / (L1 * sqrt(L2))``
 where ``T`` is the action threshold's odds, between ``T / (L1 L2)`` and ``T / L1``.
 
+The benchmark's domains
+-----------------------
+:func:`benchmark_domain` (formerly ``bench/generate.py``: the same domains for
+the same arguments, names included; only the description now names this function) draws everything from
+``np.random.default_rng(seed)``:
+
+- ``log2(n_states)`` binary propositions ``p0, p1, ...`` (values ``yes``/``no``),
+  independent prior marginals in [0.2, 0.8]; `n_states` is a power of two >= 4;
+- four actions: ``approve`` (requires ``p0`` established as ``yes``), ``defer``
+  and ``review`` (ungated), and ``escalate`` with a constant loss; loss tables
+  over ``p0`` and one other proposition;
+- `n_obs` observations ``o0 ..``, each bearing on one proposition (``p0`` more
+  often): about a third ``establish`` (outcomes ``yes``/``no``), the rest
+  ``inform`` with 2 to `max_outcomes` outcomes; accuracies 0.6-0.95; a fifth
+  have a failure rate of 0.1 (adding the ``unavailable`` outcome); about
+  `precondition_rate` of those after the first four require the first outcome
+  of an earlier observation (never cyclic);
+- budget dimensions calls, latency_ms and tokens with penalty weights, 8 calls
+  and a latency limit of ``200 * max(4, n_obs // 4)`` ms that binds on some branches.
+
+No admission gates and no lineage: every observation is searched, and the
+joint state count is exactly `n_states`.
+
 Examples
 --------
->>> from planner.model import Domain
+>>> from planner.domain import Domain
 >>> k = family_knobs("prerequisite", 0)
 >>> k.chain_length >= 1
 True
@@ -81,6 +121,7 @@ __all__ = [
     "family_domain",
     "to_yaml",
     "plan_length",
+    "benchmark_domain",
 ]
 
 #: Budget levels: extra calls allowed beyond the plan the family is about.
@@ -225,48 +266,21 @@ def _accurate(acc: float, prop: str, values: tuple) -> dict:
 
 
 class _Builder:
+    """The observations of one domain in file order, with the knobs, the generator and the heterogeneity."""
+
     def __init__(self, knobs: Knobs, rng: np.random.Generator):
         self.k = knobs
         self.rng = rng
+        self.h = knobs.heterogeneity
         self.obs: dict = {}
-        self.lineage_groups = 0
 
     def add(self, name: str, spec: dict) -> None:
         assert name not in self.obs, name
         self.obs[name] = spec
 
 
-def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict:
-    """A domain-file dict for `knobs`, every free number drawn with `seed`.
-
-    Parameters
-    ----------
-    knobs : Knobs
-    seed : int
-    name : str, optional
-        The domain's name (default ``generated-<seed>``).
-
-    Returns
-    -------
-    dict
-        Plain data (str, float, int, bool, list, dict) in the domain-file
-        format; pass it to :meth:`planner.model.Domain.from_dict`, or
-        :func:`to_yaml` to write it.
-
-    Examples
-    --------
-    >>> d = generate_domain(Knobs(chain_length=1, n_observations=5), 3)
-    >>> list(d["observations"])[:2], d["observations"]["registry"]["requires"]
-    (['prereq_1', 'registry'], {'prereq_1': 'ok'})
-    >>> d["budget"]["limits"]["calls"]
-    3
-    """
-    k = knobs
-    rng = np.random.default_rng(seed)
-    b = _Builder(k, rng)
-    h = k.heterogeneity
-
-    # ---- world and prior
+def _world_and_prior(k: Knobs, rng) -> tuple[dict, dict, list, float]:
+    """The propositions and their prior, with the weak signals' accuracies (drawn first: an ungated prior uses them)."""
     world = {"target": {"values": ["good", "bad"], "max_age_minutes": 60}}
     props = ["target"]
     if k.gated and k.required_facts == 2:
@@ -276,10 +290,6 @@ def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict
     for i in range(n_aux):
         world[f"aux_{i + 1}"] = {"values": ["yes", "no"]}
 
-    A = float(k.loss_asymmetry)
-    act_bad = _r(HOLD_GOOD * A, 3)
-
-    # weak signals' accuracies (drawn first: the prior of an ungated family depends on them)
     acc = [float(np.clip(k.signal_accuracy + rng.uniform(-0.04, 0.04), 0.6, 0.9)) for _ in range(k.weak_signals)]
     acc = [_r(a, 3) for a in acc]
 
@@ -288,7 +298,7 @@ def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict
         p_good = rng.uniform(0.55, 0.8)
     else:
         # act iff odds(good) > T, T = (10 A - 1) / 10 (hold loses 10 when good, 1 when bad)
-        T = (act_bad - 1.0) / HOLD_GOOD
+        T = (_act_bad(k) - 1.0) / HOLD_GOOD
         lrs = sorted((a / (1.0 - a) for a in acc), reverse=True) or [3.0]
         l1 = lrs[0]
         l2 = lrs[1] if len(lrs) > 1 else lrs[0]
@@ -299,8 +309,17 @@ def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict
         prior["identity"] = _binary(rng.uniform(0.8, 0.95), "verified", "mismatch")
     for i in range(n_aux):
         prior[f"aux_{i + 1}"] = _binary(rng.uniform(0.3, 0.7), "yes", "no")
+    return world, prior, acc, p_good
 
-    # ---- actions
+
+def _act_bad(k: Knobs) -> float:
+    """Loss of ``act`` when the world is bad (or the identity a mismatch): ``HOLD_GOOD * loss_asymmetry``."""
+    return _r(HOLD_GOOD * float(k.loss_asymmetry), 3)
+
+
+def _actions(k: Knobs, rng, world: dict, p_good: float) -> dict:
+    """``act`` (gated on the required facts unless ungated), ``hold``, and ``escalate`` when the knob asks."""
+    act_bad = _act_bad(k)
     act_loss = {"target": {"good": 0.0, "bad": act_bad}}
     act = {"loss": act_loss}
     if "identity" in world:
@@ -314,9 +333,12 @@ def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict
     if k.escalate:
         r_hold = HOLD_GOOD * p_good + (1.0 - p_good)
         actions["escalate"] = {"kind": "escalate", "loss": _r(r_hold * rng.uniform(0.55, 0.95), 3)}
+    return actions
 
-    # ---- observations
-    # prerequisite chain
+
+def _prerequisite_chain(b: _Builder) -> dict | None:
+    """``prereq_1 .. prereq_L``, one maybe with an OR twin; returns what the chain's end requires of the next step."""
+    k, rng, h = b.k, b.rng, b.h
     chain_names = [f"prereq_{i + 1}" for i in range(k.chain_length)]
     or_at = int(rng.integers(0, k.chain_length)) if (k.or_alternatives and k.chain_length) else -1
     prev_req = None
@@ -341,16 +363,20 @@ def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict
             prev_req = {"any": [{nm: "ok"}, {nm + "_alt": "ok"}]}
         else:
             prev_req = {nm: "ok"}
+    return prev_req
 
-    # decisive registry
-    reg_acc = 1.0 if h == 0 else _r(0.99 - 0.02 * h * rng.uniform(0, 1), 3)
+
+def _registry_and_sources(b: _Builder, world: dict, chain_end: dict | None) -> float:
+    """The decisive ``registry`` (behind the chain), ``identity_check``, ``alt_k``; returns the registry's accuracy."""
+    k, rng, h = b.k, b.rng, b.h
+    reg_acc = 1.0 if h == 0 else _r(0.99 - 0.02 * h * rng.uniform(0, 1), 3)  # drawn with or without a registry
     if k.with_registry:
         f = k.registry_cost_factor
         reg = {"role": "establish", "bears_on": "target", "likelihood": _accurate(reg_acc, "target", ("good", "bad")),
                "cost": _cost(rng, 1, 150 * f, 120 * f, 0.1, h), "age_minutes": 0, "entitlement": "case.read",
                "relevance": 0.9}
-        if prev_req is not None:
-            reg["requires"] = prev_req
+        if chain_end is not None:
+            reg["requires"] = chain_end
         if k.decisive_failure > 0:
             reg["failure_rate"] = _r(k.decisive_failure, 3)
         b.add("registry", reg)
@@ -361,7 +387,6 @@ def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict
             "likelihood": _accurate(_r(0.98 - 0.03 * h * rng.uniform(0, 1), 3), "identity", ("verified", "mismatch")),
             "cost": _cost(rng, 1, 90, 60, 0.2, h), "age_minutes": 0, "relevance": 0.85})
 
-    # establishing alternatives available now
     for i in range(k.alt_sources):
         a = 1.0 if h == 0 else _r(rng.uniform(0.97 - 0.17 * h, 0.97), 3)
         factor = 1.5 + i if h == 0 else math.exp(rng.uniform(-1.0, 1.0) * h)
@@ -369,15 +394,21 @@ def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict
             "role": "establish", "bears_on": "target", "likelihood": _accurate(a, "target", ("good", "bad")),
             "cost": _cost(rng, 1, 150 * factor, 120 * factor, 0.05, h), "age_minutes": _r(rng.uniform(0, 30), 1),
             "relevance": _r(0.84 - 0.04 * i, 3)})
+    return reg_acc
 
-    # complementary weak signals
+
+def _weak_signals(b: _Builder, acc: list) -> None:
+    """``signal_k``: complementary weak inform signals on ``target``, one per accuracy in `acc`."""
     for i, a in enumerate(acc):
         b.add(f"signal_{i + 1}", {
             "role": "inform", "bears_on": "target", "outcomes": ["pos", "neg"],
             "likelihood": {"good": _binary(a, "pos", "neg"), "bad": _binary(1.0 - a, "pos", "neg")},
-            "cost": _cost(rng, 1, 60, 80, 0.0, h), "relevance": _r(0.7 - 0.03 * i, 3)})
+            "cost": _cost(b.rng, 1, 60, 80, 0.0, b.h), "relevance": _r(0.7 - 0.03 * i, 3)})
 
-    # lineage copies of existing records
+
+def _lineage_copies(b: _Builder) -> None:
+    """``<source>_copy<k>``: copies of signals, alternatives and the registry, in one ``lineage`` group with it."""
+    k, rng = b.k, b.rng
     originals = [n for n in b.obs if n.startswith(("signal_", "alt_"))] + (["registry"] if k.with_registry else [])
     n_copies = int(round(k.lineage_share * len(originals)))
     if k.lineage_share > 0 and originals and n_copies == 0:
@@ -389,16 +420,17 @@ def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict
         for c_i in range(n_copies):
             copies.append(chosen[c_i % len(chosen)])
     for c_i, orig in enumerate(copies):
-        spec = dict(b.obs[orig])
-        group = "rec_" + orig
-        b.obs[orig] = dict(b.obs[orig], lineage=group)
+        b.obs[orig] = dict(b.obs[orig], lineage="rec_" + orig)
         spec = dict(b.obs[orig])
         spec.pop("failure_rate", None)
         spec["cost"] = {d: (_r(v * rng.uniform(1.05, 1.6), 3) if d != "calls" else v) for d, v in spec["cost"].items()}
         spec["relevance"] = _r(spec["relevance"] - 0.01 * (c_i + 1), 3)
         b.add(f"{orig}_copy{c_i + 1}", spec)
 
-    # distractors up to n_observations
+
+def _distractors(b: _Builder, reg_acc: float, n_aux: int) -> None:
+    """Stale, restricted and audit-only registry copies, noisy notes and ``aux`` lookups, up to `n_observations`."""
+    k, rng, h = b.k, b.rng, b.h
     kinds = ["stale", "restricted", "noisy", "aux", "audit"]
     count = dict.fromkeys(kinds, 0)
     i = 0
@@ -438,16 +470,54 @@ def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict
                 "likelihood": {"yes": _binary(q, "yes_seen", "no_seen"), "no": _binary(1.0 - q, "yes_seen", "no_seen")},
                 "cost": _cost(rng, 1, 50, 40, 0.0, h), "relevance": _r(0.5 - 0.01 * n, 3)})
 
-    # ---- budget
-    m = plan_length(k)
-    calls = m + BUDGET_LEVELS[k.budget]
+
+def _budget(k: Knobs) -> dict:
+    """Limits from the plan length and the budget level (calls, latency, privacy), and :data:`WEIGHTS`."""
+    calls = plan_length(k) + BUDGET_LEVELS[k.budget]
     loose = k.budget == "loose"
     limits = {"calls": calls, "latency_ms": float(calls * (450 if loose else 300)),
               "privacy": 1.0 if loose else 0.5}
-    budget = {"limits": limits, "weights": dict(WEIGHTS)}
+    return {"limits": limits, "weights": dict(WEIGHTS)}
 
+
+def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict:
+    """A domain-file dict for `knobs`, every free number drawn with `seed`.
+
+    Parameters
+    ----------
+    knobs : Knobs
+    seed : int
+    name : str, optional
+        The domain's name (default ``generated-<seed>``).
+
+    Returns
+    -------
+    dict
+        Plain data (str, float, int, bool, list, dict) in the domain-file
+        format; pass it to :meth:`planner.domain.Domain.from_dict`, or
+        :func:`to_yaml` to write it.
+
+    Examples
+    --------
+    >>> d = generate_domain(Knobs(chain_length=1, n_observations=5), 3)
+    >>> list(d["observations"])[:2], d["observations"]["registry"]["requires"]
+    (['prereq_1', 'registry'], {'prereq_1': 'ok'})
+    >>> d["budget"]["limits"]["calls"]
+    3
+    """
+    k = knobs
+    rng = np.random.default_rng(seed)
+    # the parts draw from `rng` in this order; changing it changes every study domain
+    world, prior, acc, p_good = _world_and_prior(k, rng)
+    actions = _actions(k, rng, world, p_good)
+    b = _Builder(k, rng)
+    chain_end = _prerequisite_chain(b)
+    reg_acc = _registry_and_sources(b, world, chain_end)
+    _weak_signals(b, acc)
+    _lineage_copies(b)
+    _distractors(b, reg_acc, n_aux=sum(p.startswith("aux_") for p in world))
     desc = (f"generated: chain {k.chain_length}{' (OR)' if k.or_alternatives else ''}, "
-            f"{k.weak_signals} weak signals, asymmetry {A:g}, heterogeneity {h:g}, "
+            f"{k.weak_signals} weak signals, asymmetry {float(k.loss_asymmetry):g}, heterogeneity {k.heterogeneity:g}, "
             f"lineage share {k.lineage_share:g}, budget {k.budget}")
     return {
         "domain": name or f"generated-{seed}",
@@ -456,7 +526,7 @@ def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict
         "world": world,
         "prior": prior,
         "actions": actions,
-        "budget": budget,
+        "budget": _budget(k),
         "observations": b.obs,
     }
 
@@ -587,3 +657,123 @@ def family_domain(family: str, instance: int, budget: str = "medium") -> dict:
     """
     knobs = family_knobs(family, instance, budget)
     return generate_domain(knobs, stable_seed("domain", family, instance), name=f"{family}-{instance:02d}-{budget}")
+
+
+# --------------------------------------------------------------------------
+# the lookahead benchmark's domains
+
+
+def _dist(rng, keys, peak=None, accuracy=None) -> dict:
+    """A distribution over `keys` rounded to 3 decimals (the last gets the rest): Dirichlet, or `accuracy` at `peak`."""
+    if peak is None:
+        w = rng.dirichlet(np.ones(len(keys)) * 1.5)
+    else:
+        rest = (1.0 - accuracy) * rng.dirichlet(np.ones(len(keys) - 1))
+        w = np.insert(rest, peak, accuracy)
+    w = np.round(w, 3)
+    w[-1] = round(1.0 - float(w[:-1].sum()), 3)
+    if w[-1] < 0:  # rounding pushed the last one under zero: give it to the largest
+        w[int(np.argmax(w))] += w[-1]
+        w[-1] = 0.0
+    return {k: float(x) for k, x in zip(keys, w)}
+
+
+_BENCH_VALUES = ("yes", "no")
+_BENCH_OUTCOMES = ("pos", "neg", "meh")
+
+
+def _bench_loss(rng, props: list, scale: float) -> dict:
+    """A loss table over ``p0`` and one other proposition, each entry uniform in [0, `scale`] to 0.1."""
+    chosen = [props[0], props[int(rng.integers(1, len(props)))]]
+    return {p: {v: _r(rng.uniform(0, scale), 1) for v in _BENCH_VALUES} for p in dict.fromkeys(chosen)}
+
+
+def _bench_actions(rng, props: list) -> dict:
+    """``approve`` (requires ``p0`` established ``yes``), ``defer``, ``review`` and a constant-loss ``escalate``."""
+    p0 = props[0]
+    approve = _bench_loss(rng, props, 4.0)
+    approve[p0] = {"yes": 0.0, "no": _r(rng.uniform(30, 80), 1)}
+    defer = _bench_loss(rng, props, 6.0)
+    defer[p0] = {"yes": _r(rng.uniform(6, 12), 1), "no": 0.5}
+    return {
+        "approve": {"requires": {p0: "yes"}, "loss": approve},
+        "defer": {"loss": defer},
+        "review": {"loss": _bench_loss(rng, props, 12.0)},
+        "escalate": {"kind": "escalate", "loss": _r(rng.uniform(8, 14), 1)},
+    }
+
+
+def _bench_observations(rng, props: list, n_obs: int, precondition_rate: float, max_outcomes: int) -> dict:
+    """``o0 .. o<n-1>``: establishing and informing sources on one proposition each, some failing, some gated."""
+    observations = {}
+    width = len(str(n_obs - 1))
+    for i in range(n_obs):
+        name = f"o{i:0{width}d}"
+        p = props[0] if rng.random() < 0.35 else props[int(rng.integers(0, len(props)))]
+        acc = _r(rng.uniform(0.6, 0.95), 2)
+        if rng.random() < 0.33:
+            role, outs = "establish", list(_BENCH_VALUES)
+        else:
+            role, outs = "inform", list(_BENCH_OUTCOMES[:int(rng.integers(2, max_outcomes + 1))])
+        spec = {"role": role, "bears_on": p, "outcomes": outs,
+                "likelihood": {"yes": _dist(rng, outs, 0, acc), "no": _dist(rng, outs, 1, acc)},
+                "cost": {"calls": 1, "latency_ms": int(rng.choice([20, 50, 100, 200, 400])),
+                         "tokens": int(rng.choice([0, 100, 500, 2000]))}}
+        if rng.random() < 0.2:
+            spec["failure_rate"] = 0.1
+        if i >= 4 and rng.random() < precondition_rate:
+            dep = f"o{int(rng.integers(0, i)):0{width}d}"
+            spec["requires"] = {dep: observations[dep]["outcomes"][0]}
+        observations[name] = spec
+    return observations
+
+
+def benchmark_domain(n_obs: int, n_states: int, *, seed: int, precondition_rate: float = 0.25,
+                     max_outcomes: int = 3) -> dict:
+    """A domain-file dict for the lookahead benchmark: `n_obs` observations, `n_states` joint states.
+
+    Parameters
+    ----------
+    n_obs : int
+        Observations (at least 1).
+    n_states : int
+        Joint states, a power of two >= 4: ``log2(n_states)`` binary propositions.
+    seed : int
+        Every number is drawn from ``np.random.default_rng(seed)``.
+    precondition_rate : float
+        Chance that an observation after the first four requires an outcome of an earlier one.
+    max_outcomes : int
+        Most outcomes of an informing observation (2 or 3).
+
+    Examples
+    --------
+    >>> d = benchmark_domain(8, 16, seed=1)
+    >>> len(d["observations"]), list(d["world"]), d["budget"]["limits"]
+    (8, ['p0', 'p1', 'p2', 'p3'], {'calls': 8, 'latency_ms': 800.0})
+    >>> benchmark_domain(8, 16, seed=1) == benchmark_domain(8, 16, seed=1)
+    True
+    """
+    k = int(round(math.log2(n_states))) if n_states > 0 else 0
+    if 2 ** k != n_states or k < 2:
+        raise ValueError(f"n_states must be a power of two >= 4, got {n_states}")
+    if n_obs < 1:
+        raise ValueError(f"n_obs must be at least 1, got {n_obs}")
+    if max_outcomes not in (2, 3):
+        raise ValueError(f"max_outcomes must be 2 or 3, got {max_outcomes}")
+    if not 0.0 <= precondition_rate <= 1.0:
+        raise ValueError(f"precondition_rate must be in [0, 1], got {precondition_rate}")
+    rng = np.random.default_rng(seed)
+    props = [f"p{i}" for i in range(k)]
+    prior = {p: _binary(_r(rng.uniform(0.2, 0.8), 2), *_BENCH_VALUES) for p in props}
+    actions = _bench_actions(rng, props)
+    return {
+        "domain": f"random_o{n_obs}_s{n_states}_seed{seed}",
+        "description": f"generated by planner.study.families.benchmark_domain({n_obs}, {n_states}, seed={seed})",
+        "purpose": "benchmark",
+        "world": {p: {"values": list(_BENCH_VALUES)} for p in props},
+        "prior": prior,
+        "actions": actions,
+        "budget": {"limits": {"calls": 8, "latency_ms": float(200 * max(4, n_obs // 4))},
+                   "weights": {"calls": 0.02, "latency_ms": 0.0004, "tokens": 0.0001}},
+        "observations": _bench_observations(rng, props, n_obs, precondition_rate, max_outcomes),
+    }

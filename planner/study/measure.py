@@ -8,11 +8,11 @@ took to decide. From those records the policy's tree is walked again
 
 - an independent recomputation of the expected total loss (it must equal the
   evaluator's to 1e-9: ``audit_diff``);
-- the independent audit of every path (:class:`Auditor`): hard-limit breaches
-  recomputed from the domain file's costs and limits, and forbidden
-  acquisitions recomputed from its entitlements, purposes and ages (never from
-  the session's own gates), plus acquisitions whose preconditions did not hold
-  and repeated acquisitions;
+- the independent audit of every path (:meth:`planner.audit.Audit.path_counts`):
+  hard-limit breaches recomputed from the domain file's costs and limits, and
+  forbidden acquisitions recomputed from its entitlements, purposes and ages
+  (never from the session's own gates), plus acquisitions whose preconditions
+  did not hold and repeated acquisitions;
 - planning latency per decision, weighted by the probability that the
   decision is taken (median and p95), and expected planning time per episode;
 - stop quality against V* (premature stops: the policy stops where the optimum
@@ -41,16 +41,16 @@ import time
 
 import numpy as np
 
-from lookahead.core import posterior
 from planner.errors import SessionError
 from planner.evaluate import evaluate_policy
-from planner.node import make_node
+from planner.harm import acquisition_harm, correct_actions
+from planner.node import Decision, root_node
 from planner.policies.base import Policy
+from planner.simulate import inverse_cdf
 
 __all__ = [
     "TIMING_COLUMNS",
     "TimedPolicy",
-    "Auditor",
     "policy_tree",
     "weighted_quantile",
     "measure_exact",
@@ -67,19 +67,24 @@ _TOL = 1e-9
 
 
 class _Record:
-    __slots__ = ("outcome_of", "observe", "belief", "spent", "risk", "action", "ns", "limited", "eligible",
-                 "v_estimate")
+    """What a policy saw (the node) and chose at one node, and how long it took."""
+
+    __slots__ = ("node", "outcome_of", "observe", "belief", "risk", "action", "ns", "v_estimate")
 
     def __init__(self, node, decision, ns):
-        self.outcome_of = np.array(node.outcome_of)
+        self.node = node
+        self.outcome_of = node.outcome_of
         self.observe = decision.observe
-        self.belief = np.array(node.belief)
-        self.spent = np.array(node.spent)
+        self.belief = node.belief
         self.risk = float(node.risk)
         self.action = int(node.action)
         self.ns = ns
-        self.limited = bool(decision.limited)
-        self.eligible = np.array(node.eligible)
+        # a lookahead's own estimate V_d = min(R, min_o Q_d(o)); nan for other policies
+        if "depth" in decision.info:
+            qs = [row.extra["q"] for row in decision.candidates if "q" in row.extra]
+            self.v_estimate = float(min([node.risk] + qs))
+        else:
+            self.v_estimate = float("nan")
         # a lookahead's own estimate V_d = min(R, min_o Q_d(o)); nan for other policies
         if "depth" in decision.info:
             qs = [row.extra["q"] for row in decision.candidates if "q" in row.extra]
@@ -91,7 +96,7 @@ class _Record:
 class TimedPolicy(Policy):
     """Wrap a policy: time every ``decide`` and keep what it saw and chose, by node.
 
-    ``records`` maps ``node.outcome_of.tobytes()`` to the last decision taken
+    ``records`` maps ``node.key`` to the last decision taken
     there (a policy is deterministic, so the last equals the first). With
     `repeats` > 1 each decision is computed that many times and the fastest
     time kept.
@@ -99,8 +104,7 @@ class TimedPolicy(Policy):
     Examples
     --------
     >>> import planner
-    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"),
-    ...                     TimedPolicy(planner.parse_policy("one-step")))
+    >>> s = planner.Session(planner.load_domain("payment_release"), TimedPolicy(planner.parse_policy("one-step")))
     >>> s.next().observation, s.policy.spec, len(s.policy.records)
     ('approval_registry', 'one-step', 1)
     """
@@ -124,153 +128,8 @@ class TimedPolicy(Policy):
             decision = self.inner.decide(node)
             dt = time.perf_counter_ns() - t0
             ns = dt if ns is None else min(ns, dt)
-        self.records[node.outcome_of.tobytes()] = _Record(node, decision, ns)
+        self.records[node.key] = _Record(node, decision, ns)
         return decision
-
-
-# --------------------------------------------------------------------------
-# independent audit, from the domain file's own data
-
-
-class Auditor:
-    """Check acquisition paths against the domain file's data, independently of the session.
-
-    Budget limits and costs, entitlements, purposes, ages and preconditions are
-    read from the parsed domain file (a dict), and the fact semantics
-    (establish, supersede, contradiction) are re-implemented here, so a bug in
-    the session's gates or accounting cannot hide itself.
-
-    Parameters
-    ----------
-    data : dict
-        The parsed domain file.
-    entitlements : iterable of str
-        What the subject holds.
-    purpose : str, optional
-        The decision's purpose (default: the domain's).
-
-    Examples
-    --------
-    >>> import planner
-    >>> from planner.loader import read_domain_file
-    >>> a = Auditor(read_domain_file(planner.DOMAINS / "payment_release.yaml"), ())
-    >>> a.check([("approval_registry", "pending")])
-    {'breach': False, 'forbidden': 0, 'unavailable': 0, 'repeats': 0}
-    >>> a.check([("approval_registry", "pending"), ("manager_message", "unclear"), ("stale_approval_pdf", "approved")])
-    {'breach': True, 'forbidden': 1, 'unavailable': 0, 'repeats': 0}
-    """
-
-    def __init__(self, data: dict, entitlements=(), purpose=None):
-        self.data = data
-        self.obs = data.get("observations") or {}
-        self.world = data["world"]
-        budget = data.get("budget") or {}
-        self.limits = {d: float(v) for d, v in (budget.get("limits") or {}).items()}
-        ents = set(entitlements)
-        purpose = purpose if purpose is not None else data.get("purpose")
-        self.forbidden = {}
-        for name, spec in self.obs.items():
-            why = []
-            if spec.get("entitlement") is not None and spec["entitlement"] not in ents:
-                why.append("entitlement")
-            if spec.get("purposes") is not None and purpose not in spec["purposes"]:
-                why.append("purpose")
-            limit = self._max_age(spec)
-            if limit is not None and float(spec.get("age_minutes", 0.0)) > limit:
-                why.append("stale")
-            self.forbidden[name] = tuple(why)
-
-    def _max_age(self, spec):
-        if spec.get("max_age_minutes") is not None:
-            return float(spec["max_age_minutes"])
-        dep = spec.get("depends_on") or []
-        props = ([spec["bears_on"]] if spec.get("bears_on") else []) + ([dep] if isinstance(dep, str) else list(dep))
-        ages = [self.world[p].get("max_age_minutes") for p in props if p in self.world]
-        ages = [float(a) for a in ages if a is not None]
-        if ages:
-            return min(ages)
-        top = self.data.get("max_age_minutes")
-        return None if top is None else float(top)
-
-    def _status(self, seen: dict) -> dict:
-        """proposition -> established value, or None when contradicted."""
-        est: dict = {}
-        sup: dict = {}
-        for name, outcome in seen.items():
-            spec = self.obs[name]
-            if spec["role"] not in ("establish", "supersede") or outcome == "unavailable":
-                continue
-            prop = spec["bears_on"]
-            if "establishes" in spec:
-                value = spec["establishes"].get(outcome)
-            else:
-                value = outcome if outcome in self.world[prop]["values"] else None
-            if value is None:
-                continue
-            (sup if spec["role"] == "supersede" else est).setdefault(prop, set()).add(value)
-        out = {}
-        for prop in set(est) | set(sup):
-            values = sup.get(prop) or est.get(prop)
-            out[prop] = next(iter(values)) if len(values) == 1 else None
-        return out
-
-    def _mentions(self, expr) -> set:
-        out = set()
-        for key, val in expr.items():
-            if key in ("all", "any"):
-                for sub in val:
-                    out |= self._mentions(sub)
-            elif key in self.world:
-                out.add(key)
-        return out
-
-    def _eval(self, expr, seen, status) -> bool:
-        terms = []
-        for key, val in expr.items():
-            if key == "all":
-                terms.append(all(self._eval(s, seen, status) for s in val))
-            elif key == "any":
-                terms.append(any(self._eval(s, seen, status) for s in val))
-            elif key in self.world:
-                terms.append(status.get(key, "") == val)
-            else:
-                terms.append(seen.get(key) == val)
-        return all(terms)
-
-    def holds(self, expr, seen: dict) -> bool:
-        """Does a ``requires`` expression hold after the (observation -> outcome) pairs `seen`?"""
-        status = self._status(seen)
-        if any(p in status and status[p] is None for p in self._mentions(expr)):
-            return False  # a contradiction blocks whatever mentions the proposition
-        return self._eval(expr, seen, status)
-
-    def check(self, path) -> dict:
-        """Audit one path of ``(observation, outcome)`` names, in acquisition order.
-
-        Returns ``{"breach": bool, "forbidden": int, "unavailable": int, "repeats": int}``:
-        a hard limit exceeded after some step; acquisitions rejected by
-        entitlement, purpose or age; acquisitions whose precondition did not
-        hold; observations acquired twice.
-        """
-        spent = dict.fromkeys(self.limits, 0.0)
-        seen: dict = {}
-        breach = False
-        forbidden = unavailable = repeats = 0
-        for name, outcome in path:
-            spec = self.obs[name]
-            if name in seen:
-                repeats += 1
-            if self.forbidden[name]:
-                forbidden += 1
-            if spec.get("requires") is not None and not self.holds(spec["requires"], seen):
-                unavailable += 1
-            seen[name] = outcome
-            for d, v in (spec.get("cost") or {}).items():
-                if d in spent:
-                    spent[d] += float(v)
-            if any(spent[d] > self.limits[d] + _TOL for d in self.limits):
-                breach = True
-        return {"breach": breach, "forbidden": forbidden, "unavailable": unavailable, "repeats": repeats}
 
 
 # --------------------------------------------------------------------------
@@ -294,8 +153,7 @@ def policy_tree(compiled, records: dict) -> list:
     meet again.
     """
     c = compiled
-    O = len(c.obs_names)
-    root = np.full(O, -1, dtype=np.int64).tobytes()
+    root = next(rec for rec in records.values() if rec.node.taken() == 0).node.key
     out = []
     stack = [_TreeNode(records[root], 1.0, (), 0.0)]
     while stack:
@@ -310,7 +168,7 @@ def policy_tree(compiled, records: dict) -> list:
             if p <= 0.0:
                 continue
             child = rec.outcome_of.copy()
-            child[o] = y
+            child[o] = y  # the key of the child the evaluation visited
             crec = records.get(child.tobytes())
             if crec is None:  # pragma: no cover - the evaluator visits every child of positive probability
                 raise RuntimeError("policy tree: a child the evaluation did not visit")
@@ -340,18 +198,17 @@ def _names(c, path) -> list:
     return [(c.obs_names[o], c.outcome_names[o][y]) for o, y in path]
 
 
-def measure_exact(compiled, data: dict, policy, *, auditor: Auditor, entitlements=(), optimal=None,
-                  none_action: int | None = None, repeats: int = 1) -> dict:
+def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_action: int | None = None,
+                  repeats: int = 1) -> dict:
     """Exact measurement of `policy` (see the module docstring).
 
     Parameters
     ----------
     compiled : CompiledDomain
-    data : dict
-        The parsed domain file `compiled` was built from (for the audit).
     policy : Policy
-    auditor : Auditor
-    entitlements : iterable of str
+    audit : planner.audit.Audit
+        The independent audit of the domain file, for the caller.
+    caller : planner.caller.Caller, optional
     optimal : OptimalValues, optional
         For stop quality and route regret.
     none_action : int, optional
@@ -367,15 +224,14 @@ def measure_exact(compiled, data: dict, policy, *, auditor: Auditor, entitlement
     Examples
     --------
     >>> import planner
-    >>> from planner.loader import read_domain_file
-    >>> data = read_domain_file(planner.DOMAINS / "payment_release.yaml")
-    >>> c = planner.compile_domain(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
-    >>> m = measure_exact(c, data, planner.parse_policy("one-step"), auditor=Auditor(data))
+    >>> from planner.audit import Audit
+    >>> d = planner.load_domain("payment_release")
+    >>> m = measure_exact(planner.compile_domain(d), planner.parse_policy("one-step"), audit=Audit(d.raw))
     >>> round(m["total_loss"], 4), m["breach_paths"], m["forbidden"], m["leaves"]
     (1.1925, 0, 0, 2)
     """
     timed = TimedPolicy(policy, repeats=repeats)
-    ev = evaluate_policy(compiled, timed, entitlements=entitlements)
+    ev = evaluate_policy(compiled, timed, caller)
     c = compiled
     tree = policy_tree(c, timed.records)
     total = 0.0
@@ -395,16 +251,16 @@ def measure_exact(compiled, data: dict, policy, *, auditor: Auditor, entitlement
         w.append(tn.prob)
         planning_ms += tn.prob * ms
         decisions += tn.prob
-        vstar = optimal.value(rec.outcome_of) if optimal is not None else float("nan")
+        vstar = optimal.value(rec.node) if optimal is not None else float("nan")
         if rec.observe is None:
             leaves += 1
             total += tn.prob * (rec.risk + tn.penalty)
-            audit = auditor.check(_names(c, tn.path))
-            breach_paths += audit["breach"]
-            breach_prob += tn.prob * audit["breach"]
-            forbidden += audit["forbidden"]
-            unavailable += audit["unavailable"]
-            repeated += audit["repeats"]
+            found = audit.path_counts(_names(c, tn.path))
+            breach_paths += found["breach"]
+            breach_prob += tn.prob * found["breach"]
+            forbidden += found["forbidden"]
+            unavailable += found["unavailable"]
+            repeated += found["repeats"]
             if none_action is not None:
                 mine = c.loss[rec.action] + tn.penalty
                 base = c.loss[none_action]
@@ -416,7 +272,7 @@ def measure_exact(compiled, data: dict, policy, *, auditor: Auditor, entitlement
         elif vstar >= rec.risk - _TOL:  # the optimum stops here
             wasteful += tn.prob
     p_wasteful = _p_any_wasteful(tree, optimal) if optimal is not None else float("nan")
-    harm, fixed = harm_of(c, policy.spec, timed.records, tree, entitlements=entitlements)
+    harm, fixed = harm_of(c, policy.spec, timed.records, caller)
     spent = dict(ev.expected_spent)
     root = next(tn for tn in tree if tn.path == ())
     return {
@@ -468,35 +324,13 @@ class ReplayPolicy(Policy):
         return self._spec
 
     def decide(self, node):
-        from planner.node import Decision
-
-        return Decision(observe=self.records[node.outcome_of.tobytes()].observe, candidates=())
+        return Decision(observe=self.records[node.key].observe, candidates=())
 
 
-def harm_of(compiled, spec: str, records: dict, tree, *, entitlements=()) -> tuple[float, float]:
-    """(harm, fixed) against no retrieval: :func:`planner.harm.acquisition_harm` on the recorded decisions.
-
-    Falls back to the same definition computed on the policy tree when
-    :mod:`planner.harm` is not there.
-    """
-    try:
-        from planner.harm import acquisition_harm
-    except ImportError:  # pragma: no cover - planner.harm ships with the package
-        acquisition_harm = None
-    if acquisition_harm is not None:
-        h = acquisition_harm(compiled, ReplayPolicy(spec, records), entitlements=entitlements)
-        return h.harm, h.fixed
-    loss = compiled.loss  # pragma: no cover
-    ok = loss <= loss.min(axis=0, keepdims=True) + 1e-12  # pragma: no cover
-    root = next(tn for tn in tree if tn.path == ())  # pragma: no cover
-    ok0 = ok[root.record.action]  # pragma: no cover
-    harm = fixed = 0.0  # pragma: no cover
-    for tn in tree:  # pragma: no cover
-        if tn.record.observe is None:
-            joint = tn.prob * tn.record.belief
-            harm += float(joint @ (ok0 & ~ok[tn.record.action]))
-            fixed += float(joint @ (~ok0 & ok[tn.record.action]))
-    return harm, fixed  # pragma: no cover
+def harm_of(compiled, spec: str, records: dict, caller=None) -> tuple[float, float]:
+    """(harm, fixed) against no retrieval: :func:`planner.harm.acquisition_harm` on the recorded decisions."""
+    h = acquisition_harm(compiled, ReplayPolicy(spec, records), caller)
+    return h.harm, h.fixed
 
 
 def _p_any_wasteful(tree, optimal) -> float:
@@ -507,9 +341,9 @@ def _p_any_wasteful(tree, optimal) -> float:
         rec = tn.record
         if rec.observe is None:
             continue
-        if optimal.value(rec.outcome_of) >= rec.risk - _TOL:
+        if optimal.value(rec.node) >= rec.risk - _TOL:
             # count it only if no ancestor was wasteful already
-            anc = any(optimal.value(by_path[tn.path[:k]].record.outcome_of) >= by_path[tn.path[:k]].record.risk - _TOL
+            anc = any(optimal.value(by_path[tn.path[:k]].record.node) >= by_path[tn.path[:k]].record.risk - _TOL
                       for k in range(len(tn.path)))
             if not anc:
                 p += tn.prob
@@ -529,7 +363,7 @@ def draw_episodes(compiled, n: int, seed: int):
     draws sees the same world and the same outcome of each source.
 
     >>> import planner
-    >>> c = planner.compile_domain(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
+    >>> c = planner.compile_domain(planner.load_domain("payment_release"))
     >>> states, u = draw_episodes(c, 5, 0)
     >>> states.shape, u.shape
     ((5,), (5, 4))
@@ -541,23 +375,16 @@ def draw_episodes(compiled, n: int, seed: int):
     return states, uniforms
 
 
-def _outcome(lik_o, n_o, s, u) -> int:
-    cdf = 0.0
-    for y in range(n_o):
-        cdf += lik_o[y, s]
-        if u < cdf:
-            return y
-    # u at the top of [0, 1) with rounding in the cdf: the last outcome of positive probability
-    return max(y for y in range(n_o) if lik_o[y, s] > 0)
-
-
-def measure_mc(compiled, admission, data: dict, policy, states, uniforms, *, auditor: Auditor,
-               none_action: int | None = None, repeats: int = 1) -> tuple[dict, dict]:
+def measure_mc(compiled, admission, policy, states, uniforms, *, audit, none_action: int | None = None,
+               repeats: int = 1) -> tuple[dict, dict]:
     """Replay `policy` on the drawn episodes; return ``(metrics, per-episode arrays)``.
 
     A policy is a deterministic function of the node, so its decision at a node
     already met in an earlier episode is reused (with the time it took then):
     only distinct nodes are planned (each `repeats` times, the fastest kept).
+    Nodes are kept with their decisions: under a deterministic policy each set
+    of pairs is reached by one path only, so a kept node is the node this
+    episode would compute.
 
     Returns
     -------
@@ -570,20 +397,19 @@ def measure_mc(compiled, admission, data: dict, policy, states, uniforms, *, aud
     Examples
     --------
     >>> import planner
-    >>> from planner.loader import read_domain_file
-    >>> data = read_domain_file(planner.DOMAINS / "payment_release.yaml")
-    >>> c = planner.compile_domain(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
+    >>> from planner.audit import Audit
+    >>> d = planner.load_domain("payment_release")
+    >>> c = planner.compile_domain(d)
     >>> states, u = draw_episodes(c, 400, 1)
-    >>> m, ep = measure_mc(c, planner.admit(c), data, planner.parse_policy("one-step"), states, u,
-    ...                    auditor=Auditor(data))
+    >>> m, ep = measure_mc(c, planner.admit(c), planner.parse_policy("one-step"), states, u, audit=Audit(d.raw))
     >>> bool(m["ci_low"] <= 1.1925 <= m["ci_high"]), m["forbidden"], m["breach_paths"]
     (True, 0, 0)
     """
     c = compiled
-    O = len(c.obs_names)
     D = len(c.dims)
     n = len(states)
-    cache: dict = {}
+    root = root_node(c, admission)
+    cache: dict = {}  # node key -> (node, observation chosen or None, ms)
     total = np.empty(n)
     realised = np.empty(n)
     pen = np.empty(n)
@@ -591,25 +417,21 @@ def measure_mc(compiled, admission, data: dict, policy, states, uniforms, *, aud
     acq = np.empty(n)
     planning = np.empty(n)
     lat, decisions = [], 0
-    breach_paths = forbidden = unavailable = repeats = 0
+    breach_paths = forbidden = unavailable = repeated = 0
     harm = np.zeros(n, dtype=bool)
     harm_x = np.zeros(n)
     harm_ok = np.zeros(n, dtype=bool)
     fixed_ok = np.zeros(n, dtype=bool)
-    ok = c.loss <= c.loss.min(axis=0, keepdims=True) + 1e-12  # correct actions, as planner.harm
+    ok = correct_actions(c.loss)
     for e in range(n):
         s = int(states[e])
-        outcome_of = np.full(O, -1, dtype=np.int64)
-        belief = np.array(c.prior, dtype=np.float64)
-        spent = np.zeros(D)
+        node = root
         penalty = 0.0
         path = []
         ms_ep = 0.0
         while True:
-            key = outcome_of.tobytes()
-            hit = cache.get(key)
+            hit = cache.get(node.key)
             if hit is None:
-                node = make_node(c, admission, outcome_of.copy(), belief.copy(), spent.copy())
                 ms = math.inf
                 for _ in range(max(1, repeats)):  # the fastest of `repeats` runs
                     t0 = time.perf_counter_ns()
@@ -618,33 +440,33 @@ def measure_mc(compiled, admission, data: dict, policy, states, uniforms, *, aud
                 o = decision.observe
                 if o is not None and not node.eligible[o]:
                     raise SessionError(f"policy {policy.spec} chose {c.obs_names[o]}, which is not eligible")
-                hit = (o, node.risk, node.action, ms)
-                cache[key] = hit
-            o, risk, action, ms = hit
+                hit = (node, o, ms)
+                cache[node.key] = hit
+            node, o, ms = hit
             lat.append(ms)
             decisions += 1
             ms_ep += ms
             if o is None:
                 break
-            y = _outcome(c.lik[o], int(c.n_outcomes[o]), s, float(uniforms[e, o]))
-            post = np.empty_like(belief)
-            posterior(belief, c.lik[o, y], post)
-            belief = post
-            outcome_of[o] = y
-            spent = spent + c.cost[o]
+            y = inverse_cdf(c.lik[o], int(c.n_outcomes[o]), s, float(uniforms[e, o]))
+            child = node.outcome_of.copy()
+            child[o] = y
+            kept = cache.get(child.tobytes())
+            node = kept[0] if kept is not None else node.child(o, y)
             penalty += float(c.penalty[o])
             path.append((o, y))
+        risk, action = node.risk, node.action
         total[e] = risk + penalty
         realised[e] = float(c.loss[action, s]) + penalty
         pen[e] = penalty
-        spent_all[e] = spent
+        spent_all[e] = node.spent
         acq[e] = len(path)
         planning[e] = ms_ep
-        audit = auditor.check(_names(c, path))
-        breach_paths += audit["breach"]
-        forbidden += audit["forbidden"]
-        unavailable += audit["unavailable"]
-        repeats += audit["repeats"]
+        found = audit.path_counts(_names(c, path))
+        breach_paths += found["breach"]
+        forbidden += found["forbidden"]
+        unavailable += found["unavailable"]
+        repeated += found["repeats"]
         harm_ok[e] = ok[none_action, s] and not ok[action, s] if none_action is not None else False
         fixed_ok[e] = (not ok[none_action, s]) and ok[action, s] if none_action is not None else False
         if none_action is not None:
@@ -667,7 +489,7 @@ def measure_mc(compiled, admission, data: dict, policy, states, uniforms, *, aud
         "breach_prob": breach_paths / n,
         "forbidden": int(forbidden),
         "unavailable_acquisitions": int(unavailable),
-        "repeat_acquisitions": int(repeats),
+        "repeat_acquisitions": int(repeated),
         "harm": float(harm_ok.mean()) if none_action is not None else float("nan"),
         "fixed": float(fixed_ok.mean()) if none_action is not None else float("nan"),
         "p_worse_than_none": float(harm.mean()) if none_action is not None else float("nan"),

@@ -10,10 +10,9 @@ search afresh (memoised here) below the rare node the root search pruned.
 
 from __future__ import annotations
 
-import numpy as np
-
+from lookahead.layout import NOT_TAKEN
 from lookahead.search import MAX_NODES, SearchCapExceeded, expectimax, lookup
-from planner.node import make_node
+from planner.node import root_node
 
 __all__ = ["OptimalValues"]
 
@@ -42,11 +41,11 @@ class OptimalValues:
     Examples
     --------
     >>> import planner
-    >>> s = planner.Session(planner.load_domain(planner.DOMAINS / "payment_release.yaml"))
+    >>> s = planner.Session(planner.load_domain("payment_release"))
     >>> ov = OptimalValues(s.compiled, s.admission)
     >>> round(ov.value_root, 4)
     1.1925
-    >>> round(ov.value(np.array([1, -1, -1, -1])), 3)   # the registry said "pending": HOLD, as in the seed
+    >>> round(ov.value(s.node.child(0, 1)), 3)   # the registry said "pending": HOLD, as in the seed
     1.085
     """
 
@@ -57,10 +56,8 @@ class OptimalValues:
         c = compiled
         self.O = len(c.obs_names)
         self.depth = self.O
-        self.n_values = max(len(v) for v in c.prop_values)
         self._cache: dict = {}
-        root = make_node(c, admission, np.full(self.O, -1, dtype=np.int64), np.array(c.prior, dtype=np.float64),
-                         np.zeros(len(c.dims)))
+        root = root_node(c, admission)
         try:
             self.result = self._search(root, self.depth)
             self.feasible = True
@@ -75,33 +72,23 @@ class OptimalValues:
     def _search(self, node, depth):
         c = self.compiled
         return expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted, depth,
-                          c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, self.n_values,
+                          c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values,
                           max_nodes=self.max_nodes)
 
-    def value(self, outcome_of) -> float:
-        """V* at the node whose pairs are `outcome_of` (nan when infeasible)."""
+    def value(self, node) -> float:
+        """V* at `node` (a node of this domain and admission; nan when infeasible)."""
         if not self.feasible:
             return float("nan")
-        outcome_of = np.asarray(outcome_of, dtype=np.int64)
-        key = outcome_of.tobytes()
+        key = node.key
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        pairs = [(o, int(y)) for o, y in enumerate(outcome_of) if y >= 0]
+        pairs = [(o, int(y)) for o, y in enumerate(node.outcome_of) if y != NOT_TAKEN]
         remaining = self.depth - len(pairs)
         found = lookup(self.result, pairs, remaining)
         if found is not None:
             v = found[0]
         else:  # below an observation the root search pruned: search from here
-            c = self.compiled
-            belief = np.array(c.prior, dtype=np.float64)
-            for o, y in sorted(pairs):
-                belief = belief * c.lik[o, y]
-            belief = belief / belief.sum()
-            spent = np.zeros(len(c.dims))
-            for o, _ in pairs:
-                spent = spent + c.cost[o]
-            node = make_node(c, self.admission, outcome_of.copy(), belief, spent)
             try:
                 v = self._search(node, remaining).value
             except SearchCapExceeded:

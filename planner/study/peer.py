@@ -35,8 +35,8 @@ import random
 
 import numpy as np
 
-from lookahead.core import posterior
-from planner.node import make_node
+from planner.node import root_node
+from planner.simulate import inverse_cdf
 
 __all__ = ["available", "run_pouct"]
 
@@ -55,8 +55,7 @@ def _build(compiled, admission, rng: random.Random):
     import pomdp_py
 
     c = compiled
-    O = len(c.obs_names)
-    D = len(c.dims)
+    root = root_node(c, admission)
     legal_cache: dict = {}
 
     class State(pomdp_py.State):
@@ -104,16 +103,19 @@ def _build(compiled, admission, rng: random.Random):
     NOOP = Action("noop", -1)
     NONE = Obs(-1, -1)
 
+    def node_at(seen):
+        """The node of the pairs `seen` (from the root, in index order; only its gates are read)."""
+        node = root
+        for o, y in enumerate(seen):
+            if y >= 0:
+                node = node.child(o, y)
+        return node
+
     def legal(seen) -> list:
         hit = legal_cache.get(seen)
         if hit is None:
-            oc = np.array(seen, dtype=np.int64)
-            spent = np.zeros(D)
-            for o in range(O):
-                if oc[o] >= 0:
-                    spent = spent + c.cost[o]
-            node = make_node(c, admission, oc, np.array(c.prior, dtype=np.float64), spent)
-            hit = ([Action("observe", o) for o in range(O) if node.eligible[o]]
+            node = node_at(seen)
+            hit = ([Action("observe", o) for o in range(len(c.obs_names)) if node.eligible[o]]
                    + [Action("decide", a) for a in range(len(c.action_names)) if node.permitted[a]])
             legal_cache[seen] = hit
         return hit
@@ -123,10 +125,7 @@ def _build(compiled, admission, rng: random.Random):
             if state.done or action.kind != "observe":
                 return State(state.s, state.seen, True)
             o = action.index
-            p = c.lik[o, : int(c.n_outcomes[o]), state.s]
-            u = rng.random()
-            y = int(np.searchsorted(np.cumsum(p), u * p.sum(), side="right"))
-            y = min(y, len(p) - 1)
+            y = inverse_cdf(c.lik[o], int(c.n_outcomes[o]), state.s, rng.random())
             seen = list(state.seen)
             seen[o] = y
             return State(state.s, tuple(seen))
@@ -162,6 +161,11 @@ def _build(compiled, admission, rng: random.Random):
     return pomdp_py, State, Action, Obs, Transition, Observation, Reward, Rollout
 
 
+def _histogram(pp, State, node, seen):
+    """The exact belief at `node` as a pomdp_py histogram over the states of positive probability."""
+    return pp.Histogram({State(int(s), seen): float(node.belief[s]) for s in np.flatnonzero(node.belief > 0)})
+
+
 def run_pouct(compiled, admission, states, uniforms, planning_ms: float, *, seed: int) -> dict:
     """Replay POUCT on the drawn episodes with `planning_ms` of planning per decision.
 
@@ -191,6 +195,7 @@ def run_pouct(compiled, admission, states, uniforms, planning_ms: float, *, seed
 
     c = compiled
     O = len(c.obs_names)
+    root = root_node(c, admission)
     rng = random.Random(seed)
     random.seed(seed)  # pomdp_py's own choices (UCB ties, belief sampling) use the global generator
     pp, State, Action, Obs, Transition, Observation, Reward, Rollout = _build(c, admission, rng)
@@ -202,11 +207,10 @@ def run_pouct(compiled, admission, states, uniforms, planning_ms: float, *, seed
     sims, decisions, illegal, forced = 0, 0, 0, 0
     for e in range(n):
         s_true = int(states[e])
-        seen = tuple([-1] * O)
-        belief = np.array(c.prior, dtype=np.float64)
+        node = root
+        seen = tuple(int(y) for y in node.outcome_of)
         penalty = 0.0
-        agent = pp.Agent(pp.Histogram({State(int(s), seen): float(belief[s]) for s in np.flatnonzero(belief > 0)}),
-                         rollout, Transition(), Observation(), Reward())
+        agent = pp.Agent(_histogram(pp, State, node, seen), rollout, Transition(), Observation(), Reward())
         planner = pp.POUCT(max_depth=O + 2, planning_time=max(planning_ms, 1e-3) / 1000.0, discount_factor=1.0,
                            exploration_const=spread, rollout_policy=rollout, show_progress=False)
         while True:
@@ -229,28 +233,20 @@ def run_pouct(compiled, admission, states, uniforms, planning_ms: float, *, seed
                 action = min(legal, key=lambda a: (a.kind != "decide", a.index))
             if action.kind == "decide":
                 u = action.index
-                total[e] = float(belief @ c.loss[u]) + penalty
+                total[e] = float(node.belief @ c.loss[u]) + penalty
                 realised[e] = float(c.loss[u, s_true]) + penalty
                 break
             o = action.index
-            p = c.lik[o, : int(c.n_outcomes[o]), s_true]
-            cdf = np.cumsum(p)
-            y = int(np.searchsorted(cdf, float(uniforms[e, o]), side="right"))
-            y = min(y, len(p) - 1)
-            while p[y] <= 0:  # rounding at the top of the cdf
-                y -= 1
-            post = np.empty_like(belief)
-            posterior(belief, c.lik[o, y], post)
-            belief = post
+            y = inverse_cdf(c.lik[o], int(c.n_outcomes[o]), s_true, float(uniforms[e, o]))
+            node = node.child(o, y)
             penalty += float(c.penalty[o])
-            seen = seen[:o] + (y,) + seen[o + 1:]
+            seen = tuple(int(x) for x in node.outcome_of)
             obs = Obs(o, y)
             agent.update_history(action, obs)
             try:
                 planner.update(agent, action, obs)
             except Exception:  # noqa: BLE001 - the real outcome was never simulated: start a fresh tree
                 agent.tree = None
-            agent.set_belief(pp.Histogram({State(int(s), seen): float(belief[s])
-                                           for s in np.flatnonzero(belief > 0)}))
+            agent.set_belief(_histogram(pp, State, node, seen))
     return {"total": total, "realised": realised, "sims": sims / max(decisions, 1),
             "decisions": decisions / n, "illegal": illegal, "one_sim_decisions": forced}

@@ -20,15 +20,16 @@ from collections import defaultdict
 import numpy as np
 
 from planner.study.families import BUDGET_LEVELS, FAMILIES
+from planner.study.runner import DEPTH, POLICIES
 
 __all__ = ["DEFAULT_LATENCY_WEIGHT", "write_csv", "read_csv", "summarise", "render_report", "make_plots"]
 
 #: Loss units per millisecond of planning (the generated domains charge 0.001 per ms of tool latency).
 DEFAULT_LATENCY_WEIGHT = 0.001
+#: What the peer section says when the POUCT peer has no rows and no reason is given.
+PEER_NOT_RUN = "Not run (pomdp_py is not installed, or the run was a quick one)."
 #: Two expected losses closer than this are equal.
 EQ = 1e-9
-
-DEPTH = ("lookahead:2", "lookahead:3", "lookahead:auto", "optimal")
 
 
 # --------------------------------------------------------------------------
@@ -108,10 +109,42 @@ def summarise(rows, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT) -> dict:
     equalities such as "equal to 1e-9" are meaningful.
     """
     cases = _by_case(rows)
-    fams = [f for f in FAMILIES if any(c[next(iter(c))]["family"] == f for c in cases.values())]
+    fams = [f for f in FAMILIES if any(_case_family(c) == f for c in cases.values())]
+    gains = _case_gains(cases)
     out: dict = {"families": fams, "latency_weight": latency_weight, "n_cases": len(cases), "n_rows": len(rows)}
+    out |= _safety_totals(rows)
+    out["table"] = _family_policy_means(rows, fams)
+    out["gains"] = gains
+    out["regime"] = _regime_map(gains, fams, latency_weight)
+    out |= _exact_lookup_control(cases)
+    out["option_value"] = _option_value(gains)
+    out["by_chain"] = _gain_by_chain(gains)
+    out["by_asym"] = _gain_by_asymmetry(gains)
+    out["dependency"] = _dependency_vs_lookahead(gains, fams)
+    out |= _depth_steps(gains, fams)
+    out |= _bound_checks(rows, gains)
+    out |= _monte_carlo_coverage(rows)
+    return out
 
-    # safety
+
+#: The option-value families: where looking past the next acquisition can pay.
+_OPTION_VALUE_FAMILIES = ("prerequisite", "complementary", "unreliable_prereq", "heterogeneous", "large")
+#: The families whose cases have prerequisite chains (the knob ``k_chain_length`` varies).
+_CHAIN_FAMILIES = ("prerequisite", "unreliable_prereq", "heterogeneous", "large")
+#: The policies the report sets against one-step: the depth group and the dependency rule.
+_GAIN_POLICIES = DEPTH + ("dependency",)
+
+
+def _case_family(c) -> str:
+    """The family of a case (a dict of its rows by policy; every row of a case has the same family)."""
+    return next(iter(c.values()))["family"]
+
+
+def _safety_totals(rows) -> dict:
+    """The safety audit over all rows: breaches, forbidden, unavailable and repeated acquisitions, the
+    number of audited paths (exact leaves and Monte Carlo episodes), and the audit's largest difference
+    from planner.evaluate."""
+    out = {}
     out["breaches"] = int(sum(_f(r.get("breach_paths")) for r in rows))
     out["forbidden"] = int(sum(_f(r.get("forbidden")) for r in rows))
     out["unavailable"] = int(sum(_f(r.get("unavailable_acquisitions")) for r in rows))
@@ -120,12 +153,17 @@ def summarise(rows, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT) -> dict:
                                + sum(_f(r.get("episodes")) for r in rows if not math.isnan(_f(r.get("episodes")))))
     diffs = [abs(_f(r.get("audit_diff"))) for r in rows if not math.isnan(_f(r.get("audit_diff")))]
     out["audit_max_diff"] = max(diffs) if diffs else math.nan
+    return out
 
-    # per family x policy means
+
+def _family_policy_means(rows, fams) -> dict:
+    """Per ``(family, policy)`` the mean over cases of every metric the tables show (loss, regret,
+    latency, spend, stop quality), and the number of cases ``n``."""
     table = {}
+    pols = _policies(rows)
     for f in fams:
         fr = [r for r in rows if r["family"] == f]
-        for p in _policies(rows):
+        for p in pols:
             pr = [r for r in fr if r["policy"] == p]
             if not pr:
                 continue
@@ -146,9 +184,13 @@ def summarise(rows, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT) -> dict:
                 "first_agrees": _mean([1.0 if str(r.get("first_agrees")) == "True" else 0.0 for r in pr]),
                 "n": len(pr),
             }
-    out["table"] = table
+    return table
 
-    # gains of depth over one-step and over the dependency rule, per case
+
+def _case_gains(cases) -> list:
+    """One dict per case that has a one-step row: the case's knobs, and per policy run on it the exact
+    total loss ``J_<policy>``, the planning time per episode ``T_<policy>`` and the root estimate
+    ``V_<policy>`` (the gains of depth over one-step and over the dependency rule are differences of these)."""
     gains = []
     for key, c in cases.items():
         if "one-step" not in c:
@@ -163,9 +205,13 @@ def summarise(rows, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT) -> dict:
                 g[f"T_{p}"] = _f(c[p].get("planning_ms_per_episode"))
                 g[f"V_{p}"] = _f(c[p].get("v_estimate"))
         gains.append(g)
-    out["gains"] = gains
+    return gains
 
-    # regime map: family x budget
+
+def _regime_map(gains, fams, latency_weight) -> dict:
+    """Per ``(family, budget)`` cell and per ``(base, deeper policy)``: the mean gain, the mean extra
+    planning time per episode, the net benefit at `latency_weight`, the cases won and lost, and the
+    break-even latency weight (see the module docstring)."""
     regime = {}
     for f in fams:
         for b in BUDGET_LEVELS:
@@ -182,55 +228,75 @@ def summarise(rows, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT) -> dict:
                                        "losses": sum(g[f"J_{p}"] - g[f"J_{base}"] > EQ for g in gs),
                                        "breakeven": G / dT if dT > 0 and G > EQ else math.nan}
             regime[(f, b)] = cell
-    out["regime"] = regime
+    return regime
 
-    # exact lookup control
-    ex = [c for c in cases.values() if next(iter(c.values()))["family"] == "exact_lookup"]
-    if ex:
-        devs = []
-        for c in ex:
-            for p in ("confidence:0.9", "one-step", "dependency") + DEPTH:
-                if p in c and "top-k:1" in c:
-                    devs.append(abs(_Jx(c[p]) - _Jx(c["top-k:1"])))
-        out["exact_max_dev"] = max(devs) if devs else math.nan
-        out["exact_cases"] = len(ex)
-        out["exact_top3_extra"] = _mean([_Jx(c["top-k:3"]) - _Jx(c["top-k:1"]) for c in ex])
-        out["exact_lat"] = {p: _mean([_f(c[p].get("lat_median_ms")) for c in ex]) for p in ("top-k:1",) + (
-            "confidence:0.9", "one-step", "dependency") + DEPTH}
 
-    # option-value families: lookahead vs one-step
+def _exact_lookup_control(cases) -> dict:
+    """The negative control (``exact_*`` keys; empty without exact_lookup cases): how far any adaptive
+    policy's loss strays from static top-1's, what top-3 pays extra, and each policy's median latency."""
+    ex = [c for c in cases.values() if _case_family(c) == "exact_lookup"]
+    if not ex:
+        return {}
+    out = {}
+    devs = []
+    for c in ex:
+        for p in ("confidence:0.9", "one-step", "dependency") + DEPTH:
+            if p in c and "top-k:1" in c:
+                devs.append(abs(_Jx(c[p]) - _Jx(c["top-k:1"])))
+    out["exact_max_dev"] = max(devs) if devs else math.nan
+    out["exact_cases"] = len(ex)
+    out["exact_top3_extra"] = _mean([_Jx(c["top-k:3"]) - _Jx(c["top-k:1"]) for c in ex])
+    out["exact_lat"] = {p: _mean([_f(c[p].get("lat_median_ms")) for c in ex]) for p in ("top-k:1",) + (
+        "confidence:0.9", "one-step", "dependency") + DEPTH}
+    return out
+
+
+def _option_value(gains) -> dict:
+    """Per option-value family and deeper policy: in how many cases its loss is lower than, equal to or
+    higher than one-step's, and the mean reduction."""
     ov = {}
-    for f in ("prerequisite", "complementary", "unreliable_prereq", "heterogeneous", "large"):
+    for f in _OPTION_VALUE_FAMILIES:
         gs = [g for g in gains if g["family"] == f]
         if not gs:
             continue
         ov[f] = {}
-        for p in DEPTH + ("dependency",):
+        for p in _GAIN_POLICIES:
             d = [g["J_one-step"] - g[f"J_{p}"] for g in gs]
             ov[f][p] = {"lower": sum(x > EQ for x in d), "equal": sum(abs(x) <= EQ for x in d),
                         "higher": sum(x < -EQ for x in d), "mean": _mean(d), "n": len(d)}
-    out["option_value"] = ov
+    return ov
 
-    # by prerequisite depth (families with chains)
+
+def _gain_over_one_step(gs) -> dict:
+    """Each of :data:`_GAIN_POLICIES`'s mean reduction in loss from one-step's over the cases `gs`, and ``n``."""
+    return {p: _mean([g["J_one-step"] - g[f"J_{p}"] for g in gs]) for p in _GAIN_POLICIES} | {"n": len(gs)}
+
+
+def _gain_by_chain(gains) -> dict:
+    """:func:`_gain_over_one_step` per prerequisite chain length, over the families with chains."""
     bychain = {}
     for g in gains:
-        if g["family"] not in ("prerequisite", "unreliable_prereq", "heterogeneous", "large"):
+        if g["family"] not in _CHAIN_FAMILIES:
             continue
         bychain.setdefault(g["chain"], []).append(g)
-    out["by_chain"] = {k: {p: _mean([g["J_one-step"] - g[f"J_{p}"] for g in v]) for p in DEPTH + ("dependency",)}
-                       | {"n": len(v)} for k, v in sorted(bychain.items())}
+    return {k: _gain_over_one_step(v) for k, v in sorted(bychain.items())}
 
-    # by loss asymmetry bins
+
+def _gain_by_asymmetry(gains) -> dict:
+    """:func:`_gain_over_one_step` per bin of loss asymmetry (keys ``"lo-hi"``), over all families."""
+    # the generated asymmetries reach 100 exactly: the top bin's edge lies just above it
     bins = [(1, 3), (3, 10), (10, 30), (30, 100.001)]
     byasym = {}
     for lo, hi in bins:
         v = [g for g in gains if lo <= g["asym"] < hi]
         if v:
-            byasym[f"{lo}-{int(hi)}"] = {p: _mean([g["J_one-step"] - g[f"J_{p}"] for g in v])
-                                         for p in DEPTH + ("dependency",)} | {"n": len(v)}
-    out["by_asym"] = byasym
+            byasym[f"{lo}-{int(hi)}"] = _gain_over_one_step(v)
+    return byasym
 
-    # dependency rule vs lookahead
+
+def _dependency_vs_lookahead(gains, fams) -> dict:
+    """Per family, the dependency rule against lookahead:3 and the optimum: cases equal, worse, better,
+    and the mean and largest ``J(dependency) - J(policy)``."""
     dep = {}
     for f in fams:
         gs = [g for g in gains if g["family"] == f]
@@ -242,10 +308,14 @@ def summarise(rows, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT) -> dict:
             row[p] = {"equal": sum(abs(x) <= EQ for x in d), "dep_worse": sum(x > EQ for x in d),
                       "dep_better": sum(x < -EQ for x in d), "mean": _mean(d), "max": max(d)}
         dep[f] = row
-    # pure prerequisite chains with reliable steps vs unreliable
-    out["dependency"] = dep
+    return dep
 
-    # non-monotone depth: la3 worse than la2
+
+def _depth_steps(gains, fams) -> dict:
+    """Whether deeper is better: the cases where lookahead:3 does worse than lookahead:2 (``nonmono``, also
+    counted per family) or better (``la3_better``), and for every step of depth how often the deeper
+    receding-horizon policy does worse or better (``depth_steps``)."""
+    out = {}
     nm = []
     for g in gains:
         d = g["J_lookahead:3"] - g["J_lookahead:2"]
@@ -256,7 +326,6 @@ def summarise(rows, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT) -> dict:
                                     sum(1 for g in gains if g["family"] == f)) for f in fams}
     better = [g["J_lookahead:2"] - g["J_lookahead:3"] for g in gains if g["J_lookahead:2"] - g["J_lookahead:3"] > EQ]
     out["la3_better"] = (len(better), _mean(better))
-    # every step of depth: how often the deeper receding-horizon policy does worse
     steps = {}
     for a, b in (("one-step", "lookahead:2"), ("lookahead:2", "lookahead:3"), ("lookahead:3", "optimal"),
                  ("lookahead:3", "lookahead:auto")):
@@ -265,7 +334,14 @@ def summarise(rows, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT) -> dict:
         steps[(a, b)] = {"worse": len(worse), "better": sum(x < -EQ for x in d), "n": len(d),
                          "mean_excess": _mean(worse), "max_excess": max(worse) if worse else math.nan}
     out["depth_steps"] = steps
-    # nothing beats the optimum: J >= V* for every policy (a check on the whole pipeline)
+    return out
+
+
+def _bound_checks(rows, gains) -> dict:
+    """Checks on the whole pipeline: rows whose loss is below the optimum V*, and, over the cases with
+    estimates, violations of V_3 <= V_2 and of V* <= J(lookahead:d) <= V_d."""
+    out = {}
+    # nothing beats the optimum: J >= V* for every policy
     out["below_optimal"] = sum(_Jx(r) < _f(r.get("v_star")) - 1e-9 for r in rows)
     # V_d estimates are monotone, and bracket the realised loss: V* <= J(la:d) <= V_d
     est = [g for g in gains if not math.isnan(g.get("V_lookahead:2", math.nan))]
@@ -274,20 +350,20 @@ def summarise(rows, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT) -> dict:
         (g[f"J_{p}"] > g[f"V_{p}"] + 1e-7) or (g[f"J_{p}"] < g["J_optimal"] - 1e-7)
         for g in est for p in ("lookahead:2", "lookahead:3"))
     out["v_cases"] = len(est)
-
-    # Monte Carlo family: coverage of the exact value by the 95% interval
-    mc = [r for r in rows if r.get("method") == "mc" and not math.isnan(_f(r.get("exact_total_loss")))]
-    cover = [(_f(r["ci_low"]) - 1e-12 <= _f(r["exact_total_loss"]) <= _f(r["ci_high"]) + 1e-12) for r in mc
-             if _f(r["ci_high"]) > _f(r["ci_low"])]
-    out["mc_rows"] = len([r for r in rows if r.get("method") == "mc"])
-    out["mc_cover"] = (sum(cover), len(cover))
-    out["mc_episodes"] = int(max([_f(r.get("episodes")) for r in mc] or [0]))
     return out
 
 
-def _policies(rows) -> list:
-    from planner.study.runner import POLICIES
+def _monte_carlo_coverage(rows) -> dict:
+    """The Monte Carlo family: its number of rows, how many of its 95% intervals (the non-degenerate
+    ones) cover the exact value, and the episodes per case."""
+    mc = [r for r in rows if r.get("method") == "mc" and not math.isnan(_f(r.get("exact_total_loss")))]
+    cover = [(_f(r["ci_low"]) - 1e-12 <= _f(r["exact_total_loss"]) <= _f(r["ci_high"]) + 1e-12) for r in mc
+             if _f(r["ci_high"]) > _f(r["ci_low"])]
+    return {"mc_rows": len([r for r in rows if r.get("method") == "mc"]), "mc_cover": (sum(cover), len(cover)),
+            "mc_episodes": int(max([_f(r.get("episodes")) for r in mc] or [0]))}
 
+
+def _policies(rows) -> list:
     present = {r["policy"] for r in rows}
     return [p for p in POLICIES if p in present]
 
@@ -311,11 +387,55 @@ def _table(header, rows) -> str:
 
 
 def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plot_note: str | None,
-                  latency_weight: float = DEFAULT_LATENCY_WEIGHT) -> str:
-    """The markdown report (the exact command first, then the finding, then the tables)."""
+                  latency_weight: float = DEFAULT_LATENCY_WEIGHT, peer_note: str = PEER_NOT_RUN) -> str:
+    """The markdown report (the exact command first, then the finding, then the tables).
+
+    `peer_note` says why the POUCT peer has no rows, when it has none.
+    """
     s = summarise(rows, latency_weight=latency_weight)
-    fams = s["families"]
     pols = _policies(rows)
+    # a failed POUCT run is listed in the peer section and counts nowhere else
+    peers_ok = [r for r in peer_rows if not r.get("error")]
+    L = _intro_section(s, pols, command, meta)
+    L += ["## Finding", ""] + _finding(s, peers_ok) + [""]
+    L += _loss_section(s, pols)
+    L += _regime_section(s)
+    L += _dependency_section(s)
+    L += _depth_section(s, rows)
+    L += _exact_lookup_section(s)
+    L += _safety_section(s)
+    L += _stop_quality_section(s, rows, pols)
+    L += _latency_section(s, pols)
+    L += _monte_carlo_section(s)
+    L += _peer_section(peer_rows, peer_note)
+    L += _plots_section(plots, plot_note)
+    L += _files_section(peers_ok)
+    return "\n".join(L) + "\n"
+
+
+# Each ``_*_section`` below returns the lines of one part of the report: its heading, a blank line, its
+# body, and a closing blank line (except the last, ``## Files``), so that they simply concatenate.
+
+
+def _family_policy_cell(s, f, p, metric) -> str:
+    """The summary table's mean of `metric` for family `f` and policy `p`, formatted; - where not run."""
+    return _n(s["table"].get((f, p), {}).get(metric, math.nan))
+
+
+def _family_policy_table(s, pols, metric) -> str:
+    """A family x policy table of one metric of the summary table."""
+    return _table(["family"] + pols, [[f] + [_family_policy_cell(s, f, p, metric) for p in pols]
+                                      for f in s["families"]])
+
+
+def _gain_table(label, by) -> str:
+    """A table of :func:`_gain_over_one_step` results keyed by `label` (chain length, asymmetry bin)."""
+    return _table([label, "cases"] + list(_GAIN_POLICIES),
+                  [[k, v["n"]] + [_n(v[p]) for p in _GAIN_POLICIES] for k, v in by.items()])
+
+
+def _intro_section(s, pols, command, meta) -> list:
+    """The title, the exact command, the run's metadata and the size of the sweep."""
     L = []
     L.append("# Depth-comparison study: when does option value justify planning depth and latency?")
     L.append("")
@@ -330,22 +450,27 @@ def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plo
     L.append(f"{s['n_cases']} cases (family x instance x budget level), {len(pols)} policies, {s['n_rows']} rows "
              f"(`depth.csv`); method and definitions in `docs/depth-study.md`.")
     L.append("")
-    L.append("## Finding")
-    L.append("")
-    L += _finding(s, [r for r in peer_rows if not r.get("error")])
-    L.append("")
-    L.append("## Expected total loss by family (mean over cases; exact)")
-    L.append("")
-    L.append(_table(["family"] + pols, [[f] + [_n(s["table"].get((f, p), {}).get("J", math.nan)) for p in pols]
-                                       for f in fams]))
+    return L
+
+
+def _loss_section(s, pols) -> list:
+    """Expected total loss and route regret against the optimum, per family and policy."""
+    L = ["## Expected total loss by family (mean over cases; exact)", ""]
+    L.append(_family_policy_table(s, pols, "J"))
     L.append("")
     L.append("Route regret against the optimal policy (mean of J - V*):")
     L.append("")
-    L.append(_table(["family"] + pols, [[f] + [_n(s["table"].get((f, p), {}).get("regret", math.nan)) for p in pols]
-                                       for f in fams]))
+    L.append(_family_policy_table(s, pols, "regret"))
     L.append("")
-    L.append("## Regime map")
-    L.append("")
+    return L
+
+
+def _regime_section(s) -> list:
+    """The regime map: the verdict per family x budget cell for each deeper policy over one-step and over
+    the dependency rule, the break-even latency weights, and the gain by chain length and by asymmetry."""
+    fams = s["families"]
+    latency_weight = s["latency_weight"]
+    L = ["## Regime map", ""]
     L.append(f"Planning latency is priced at w = {latency_weight:g} loss units per ms (the generated domains "
              "charge 0.001 per ms of tool latency). Each cell: mean reduction in expected total loss "
              "(exact) of the deeper policy, cases where it is strictly lower / strictly higher, mean extra "
@@ -379,18 +504,20 @@ def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plo
     L.append("Gain over one-step by prerequisite depth (families with chains: prerequisite, unreliable_prereq, "
              "heterogeneous, large):")
     L.append("")
-    L.append(_table(["chain length", "cases"] + list(DEPTH) + ["dependency"],
-                    [[k, v["n"]] + [_n(v[p]) for p in DEPTH + ("dependency",)] for k, v in s["by_chain"].items()]))
+    L.append(_gain_table("chain length", s["by_chain"]))
     L.append("")
     L.append("Gain over one-step by loss asymmetry (all families):")
     L.append("")
-    L.append(_table(["asymmetry", "cases"] + list(DEPTH) + ["dependency"],
-                    [[k, v["n"]] + [_n(v[p]) for p in DEPTH + ("dependency",)] for k, v in s["by_asym"].items()]))
+    L.append(_gain_table("asymmetry", s["by_asym"]))
     L.append("")
-    L.append("## Dependency rule against lookahead")
-    L.append("")
+    return L
+
+
+def _dependency_section(s) -> list:
+    """Per family, the dependency rule against lookahead:3 and against the optimum."""
+    L = ["## Dependency rule against lookahead", ""]
     body = []
-    for f in fams:
+    for f in s["families"]:
         d = s["dependency"].get(f)
         if not d:
             continue
@@ -400,8 +527,13 @@ def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plo
     L.append(_table(["family", "against", "cases", "equal (1e-9)", "dependency worse", "dependency better",
                      "mean J(dep) - J", "max J(dep) - J"], body))
     L.append("")
-    L.append("## Is deeper better? Receding-horizon lookahead is not monotone")
-    L.append("")
+    return L
+
+
+def _depth_section(s, rows) -> list:
+    """Is deeper better: the cases where lookahead:3 loses to lookahead:2, every step of depth, and the
+    checks against the optimum and on the estimates V_d."""
+    L = ["## Is deeper better? Receding-horizon lookahead is not monotone", ""]
     nm = s["nonmono"]
     n_cases = len(s["gains"])
     L.append(f"Cases where lookahead:3's exact expected total loss exceeds lookahead:2's: **{len(nm)} of {n_cases}**"
@@ -418,18 +550,7 @@ def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plo
                  "plan can leave worse continuations than those of the 2-step plan, whose re-planning keeps "
                  "extending it:")
         L.append("")
-        cases = _by_case(rows)
-        body = []
-        for k, d in nm[:20]:
-            c = cases[k]
-            body.append([f"`{k}`", _n(_Jx(c["lookahead:2"]), 4), _n(_Jx(c["lookahead:3"]), 4),
-                         _n(_Jx(c["optimal"]), 4), _n(_f(c["lookahead:2"].get("v_estimate")), 4),
-                         _n(_f(c["lookahead:3"].get("v_estimate")), 4), c["lookahead:2"].get("first"),
-                         c["lookahead:3"].get("first"), c["optimal"].get("first")])
-        L.append(_table(["case", "J(la2)", "J(la3)", "J(optimal)", "V_2", "V_3", "la2 first", "la3 first",
-                         "optimal first"], body))
-        if len(nm) > 20:
-            L.append(f"... and {len(nm) - 20} more.")
+        L += _nonmonotone_cases(rows, nm)
     L.append("")
     L.append("Every step of depth (exact expected total loss; the deeper policy strictly worse / strictly better):")
     L.append("")
@@ -445,8 +566,30 @@ def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plo
              f"cases, and V* <= J(lookahead:d) <= V_d held in all but {s['v_bracket_violations']} "
              "(case, depth) pairs (tolerance 1e-7).")
     L.append("")
-    L.append("## Homogeneous exact lookup (negative control)")
-    L.append("")
+    return L
+
+
+def _nonmonotone_cases(rows, nm, shown: int = 20) -> list:
+    """The first `shown` cases where lookahead:3 loses to lookahead:2: J and V_d of both, the optimum's J,
+    and each one's first choice; then a line counting the rest."""
+    cases = _by_case(rows)
+    body = []
+    for k, d in nm[:shown]:
+        c = cases[k]
+        body.append([f"`{k}`", _n(_Jx(c["lookahead:2"]), 4), _n(_Jx(c["lookahead:3"]), 4),
+                     _n(_Jx(c["optimal"]), 4), _n(_f(c["lookahead:2"].get("v_estimate")), 4),
+                     _n(_f(c["lookahead:3"].get("v_estimate")), 4), c["lookahead:2"].get("first"),
+                     c["lookahead:3"].get("first"), c["optimal"].get("first")])
+    L = [_table(["case", "J(la2)", "J(la3)", "J(optimal)", "V_2", "V_3", "la2 first", "la3 first",
+                 "optimal first"], body)]
+    if len(nm) > shown:
+        L.append(f"... and {len(nm) - shown} more.")
+    return L
+
+
+def _exact_lookup_section(s) -> list:
+    """The negative control: adaptive policies against static top-1 on homogeneous exact lookup."""
+    L = ["## Homogeneous exact lookup (negative control)", ""]
     if "exact_max_dev" in s:
         L.append(f"Over {s['exact_cases']} cases, the largest |J(adaptive) - J(top-k:1)| over the adaptive "
                  f"policies (confidence gate, one-step, dependency, lookahead 2/3/auto, optimal) is "
@@ -455,8 +598,12 @@ def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plo
         L.append("")
         L.append(_table(list(s["exact_lat"]), [[_n(v, 4) for v in s["exact_lat"].values()]]))
     L.append("")
-    L.append("## Safety audit (independent of the session's gates)")
-    L.append("")
+    return L
+
+
+def _safety_section(s) -> list:
+    """The independent safety audit's totals."""
+    L = ["## Safety audit (independent of the session's gates)", ""]
     L.append(f"Hard-limit breaches: **{s['breaches']}**; forbidden acquisitions (entitlement, purpose, age): "
              f"**{s['forbidden']}**; acquisitions whose precondition did not hold: {s['unavailable']}; repeated "
              f"acquisitions: {s['repeats']}; over {s['paths_audited']} audited paths (exact leaves and Monte Carlo "
@@ -464,8 +611,13 @@ def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plo
              f"Independent recomputation of the expected total loss from the policy trees: largest difference "
              f"from planner.evaluate {s['audit_max_diff']:.1e}.")
     L.append("")
-    L.append("## Stop quality, harm and spend (means by family)")
-    L.append("")
+    return L
+
+
+def _stop_quality_section(s, rows, pols) -> list:
+    """Stop quality, harm, calls, penalty and first-choice agreement per family and policy, then the spend
+    per budget dimension."""
+    L = ["## Stop quality, harm and spend (means by family)", ""]
     for metric, label in (("premature", "P(premature stop: the optimum would continue)"),
                           ("wasteful", "expected wasteful continuations (the optimum would stop)"),
                           ("harm", "acquisition harm: P(no-retrieval decision right, final decision wrong)"),
@@ -474,38 +626,58 @@ def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plo
                           ("first_agrees", "first choice agrees with the optimal policy")):
         L.append(f"{label}:")
         L.append("")
-        L.append(_table(["family"] + pols, [[f] + [_n(s["table"].get((f, p), {}).get(metric, math.nan)) for p in pols]
-                                           for f in fams]))
+        L.append(_family_policy_table(s, pols, metric))
         L.append("")
+    L += _spend_table(rows, s["families"])
+    return L
+
+
+def _spend_table(rows, fams) -> list:
+    """The mean spend per budget dimension (the ``spent_*`` columns) of a few policies per family, with its
+    caption; no lines when the rows carry no spend."""
     dims = [k.removeprefix("spent_") for k in _columns(rows) if k.startswith("spent_")]
-    if dims:
-        L.append("Expected spend per budget dimension (mean over cases), for a few policies:")
-        L.append("")
-        body = []
-        for f in fams:
-            for p in ("top-k:3", "one-step", "dependency", "lookahead:3", "optimal"):
-                pr = [r for r in rows if r["family"] == f and r["policy"] == p]
-                if pr:
-                    body.append([f, p] + [_n(_mean([_f(r.get(f"spent_{d}")) for r in pr]), 3) for d in dims])
-        L.append(_table(["family", "policy"] + dims, body))
-        L.append("")
-    L.append("## Planning latency per decision (ms, JIT warmed; mean over cases of the probability-weighted median / p95)")
+    if not dims:
+        return []
+    L = ["Expected spend per budget dimension (mean over cases), for a few policies:", ""]
+    body = []
+    for f in fams:
+        for p in ("top-k:3", "one-step", "dependency", "lookahead:3", "optimal"):
+            pr = [r for r in rows if r["family"] == f and r["policy"] == p]
+            if pr:
+                body.append([f, p] + [_n(_mean([_f(r.get(f"spent_{d}")) for r in pr]), 3) for d in dims])
+    L.append(_table(["family", "policy"] + dims, body))
     L.append("")
+    return L
+
+
+def _latency_section(s, pols) -> list:
+    """Planning latency per decision (median / p95) per family and policy."""
+    L = ["## Planning latency per decision (ms, JIT warmed; mean over cases of the probability-weighted "
+         "median / p95)", ""]
     L.append(_table(["family"] + pols,
-                    [[f] + [f"{_n(s['table'].get((f, p), {}).get('lat_median', math.nan), 3)} / "
-                            f"{_n(s['table'].get((f, p), {}).get('lat_p95', math.nan), 3)}" for p in pols]
-                     for f in fams]))
+                    [[f] + [f"{_family_policy_cell(s, f, p, 'lat_median')} / "
+                            f"{_family_policy_cell(s, f, p, 'lat_p95')}" for p in pols]
+                     for f in s["families"]]))
     L.append("")
-    L.append("## Monte Carlo family")
-    L.append("")
+    return L
+
+
+def _monte_carlo_section(s) -> list:
+    """The Monte Carlo family's coverage of the exact value by its 95% intervals."""
+    L = ["## Monte Carlo family", ""]
     a, b = s["mc_cover"]
     L.append(f"The `large` family (16-32 observations) is measured by replay with common random numbers "
              f"({s['mc_episodes']} episodes per case; {s['mc_rows']} rows); its 95% intervals cover the exact "
              f"value in {a} of {b} rows with a non-degenerate interval (exact evaluation was affordable here "
              "too, so the tables above use it).")
     L.append("")
-    L.append("## Peer: pomdp_py POUCT at equal planning time")
-    L.append("")
+    return L
+
+
+def _peer_section(peer_rows, peer_note: str) -> list:
+    """The POUCT comparison: its failures, then per case and configuration POUCT beside ours and the mean
+    regrets; or, without peer rows, `peer_note` on why it was not run."""
+    L = ["## Peer: pomdp_py POUCT at equal planning time", ""]
     errors = [r for r in peer_rows if r.get("error")]
     peer_rows = [r for r in peer_rows if not r.get("error")]
     for r in errors:
@@ -513,13 +685,6 @@ def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plo
     if errors:
         L.append("")
     if peer_rows:
-        body = []
-        for r in peer_rows:
-            body.append([r["key"], r["peer"], _n(_f(r["planning_ms"]), 3), _n(_f(r["sims_per_decision"]), 1),
-                         f"{_n(_f(r['pouct_total_loss']))} ± {_n(_f(r['pouct_ci_half']))}",
-                         _n(_f(r["ours_total_loss"])), _n(_f(r["optimal_total_loss"])),
-                         f"{_n(_f(r['pouct_regret']))} ± {_n(_f(r['pouct_regret_ci_half']))}", _n(_f(r["ours_regret"])),
-                         int(_f(r["illegal_actions"]))])
         L.append("Each POUCT configuration plans for the given wall-clock time per decision: the median "
                  "planning time of lookahead:2 and lookahead:3 on that case, and a generous fixed time; "
                  "'ours' is lookahead:2 beside the first and lookahead:3 beside the others, replayed on the "
@@ -527,8 +692,7 @@ def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plo
                  "exact posterior plus penalties, averaged over episodes; regret is against the optimal "
                  "policy on the same episodes.")
         L.append("")
-        L.append(_table(["case", "peer", "planning ms", "sims/decision", "POUCT J (MC, 95%)", "ours J (MC)",
-                         "optimal J (MC)", "POUCT regret", "ours regret", "illegal"], body))
+        L.append(_peer_table(peer_rows))
         reg = defaultdict(list)
         for r in peer_rows:
             reg[r["peer"]].append((_f(r["pouct_regret"]), _f(r["ours_regret"])))
@@ -539,10 +703,28 @@ def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plo
         L.append("POUCT's figures depend on the machine's speed (it plans against the clock), so this table is "
                  "not reproducible bit for bit, unlike `depth.csv`.")
     else:
-        L.append(meta.get("peer_note", "Not run (pomdp_py is not installed, or the run was --quick)."))
+        L.append(peer_note)
     L.append("")
-    L.append("## Plots")
-    L.append("")
+    return L
+
+
+def _peer_table(peer_rows) -> str:
+    """One row per successful POUCT run: planning time, simulations, J and regret of POUCT (with 95%
+    half-widths), ours and the optimum, and POUCT's illegal actions."""
+    body = []
+    for r in peer_rows:
+        body.append([r["key"], r["peer"], _n(_f(r["planning_ms"]), 3), _n(_f(r["sims_per_decision"]), 1),
+                     f"{_n(_f(r['pouct_total_loss']))} ± {_n(_f(r['pouct_ci_half']))}",
+                     _n(_f(r["ours_total_loss"])), _n(_f(r["optimal_total_loss"])),
+                     f"{_n(_f(r['pouct_regret']))} ± {_n(_f(r['pouct_regret_ci_half']))}", _n(_f(r["ours_regret"])),
+                     int(_f(r["illegal_actions"]))])
+    return _table(["case", "peer", "planning ms", "sims/decision", "POUCT J (MC, 95%)", "ours J (MC)",
+                   "optimal J (MC)", "POUCT regret", "ours regret", "illegal"], body)
+
+
+def _plots_section(plots, plot_note) -> list:
+    """The plots as images, and the note (why some are missing) where there is one."""
+    L = ["## Plots", ""]
     if plots:
         for p in plots:
             L.append(f"![{p}]({p})")
@@ -550,14 +732,18 @@ def render_report(rows, peer_rows, *, command: str, meta: dict, plots: list, plo
     if plot_note:
         L.append(plot_note)
         L.append("")
-    L.append("## Files")
-    L.append("")
+    return L
+
+
+def _files_section(peers_ok) -> list:
+    """The files written beside the report (``peer.csv`` only when some POUCT run finished)."""
+    L = ["## Files", ""]
     L.append("- `depth.csv`: one row per case x policy (knobs `k_*`, method, metrics, timing columns "
              "`lat_*` and `planning_ms_per_episode`).")
-    if peer_rows:
+    if peers_ok:
         L.append("- `peer.csv`: the POUCT comparison.")
     L.append("- `cases.csv`: seconds per case.")
-    return "\n".join(L) + "\n"
+    return L
 
 
 def _verdict(c, w) -> str:
@@ -687,7 +873,8 @@ def make_plots(rows, out_dir, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT)
     fams = s["families"]
     pols = _policies(rows)
     files = []
-    colors = dict(zip(pols, plt.cm.tab10(np.linspace(0, 1, 10))))
+    cmap = plt.cm.tab10 if len(pols) <= 10 else plt.cm.tab20  # one colour per policy, however many are registered
+    colors = dict(zip(pols, cmap(np.linspace(0, 1, max(len(pols), 2)))))
 
     # 1. expected total loss vs planning latency, per family
     n = len(fams)

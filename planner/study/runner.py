@@ -29,9 +29,20 @@ import sys
 import time
 
 import attrs
-import numpy as np
 
+from planner.admission import admit
+from planner.audit import Audit
+from planner.caller import Caller
+from planner.compile import compile_domain
+from planner.domain import Domain
 from planner.errors import PlannerError
+from planner.evaluate import evaluate_policy
+from planner.node import root_node
+from planner.policies import parse_policy, policy_class
+from planner.policies.registry import study_specs
+from planner.study import peer
+from planner.study.measure import TIMING_COLUMNS, draw_episodes, measure_exact, measure_mc
+from planner.study.optimal import OptimalValues
 from planner.study.families import (
     BUDGET_LEVELS,
     FAMILIES,
@@ -52,12 +63,18 @@ __all__ = [
     "policy_spec",
 ]
 
-#: The policies compared, in report order. ``optimal`` is ``lookahead:<number of observations>``.
-POLICIES = ("none", "top-k:1", "top-k:3", "confidence:0.9", "one-step", "dependency", "lookahead:2",
-            "lookahead:3", "lookahead:auto", "optimal")
+#: The policies compared, in report order: every registered policy's study specs
+#: (:mod:`planner.policies.registry`), then ``optimal`` (``lookahead:<number of observations>``).
+POLICIES = study_specs() + ("optimal",)
 
 #: Policies that decide by looking at the evidence's value or at the belief (not static).
-ADAPTIVE = ("confidence:0.9", "one-step", "dependency", "lookahead:2", "lookahead:3", "lookahead:auto", "optimal")
+ADAPTIVE = tuple(p for p in study_specs() if policy_class(p).adaptive) + ("optimal",)
+
+#: The multi-step lookaheads (the report's depth group).
+DEPTH = tuple(p for p in study_specs() if policy_class(p).depth_group) + ("optimal",)
+
+#: The caller of every case: the study's subject.
+CALLER = Caller(entitlements=SUBJECT_ENTITLEMENTS)
 
 #: POUCT's planning time per decision in the peer's third, generous configuration (ms).
 PEER_GENEROUS_MS = 20.0
@@ -166,14 +183,10 @@ def _warm_up() -> None:
     global _WARM
     if _WARM:
         return
-    from planner.compile import compile_domain
-    from planner.evaluate import evaluate_policy
-    from planner.model import Domain
-
     for family in ("prerequisite", "complementary", "heterogeneous"):
         c = compile_domain(Domain.from_dict(family_domain(family, 0, "loose")))
         for label in POLICIES:
-            evaluate_policy(c, policy_spec(label, len(c.obs_names)), entitlements=SUBJECT_ENTITLEMENTS)
+            evaluate_policy(c, policy_spec(label, len(c.obs_names)), CALLER)
     _WARM = True
 
 
@@ -186,14 +199,6 @@ def run_case(case: Case) -> dict:
     >>> [r["policy"] for r in out["rows"]][:3], out["rows"][0]["method"]
     (['none', 'top-k:1', 'top-k:3'], 'exact')
     """
-    from planner.admission import admit
-    from planner.compile import compile_domain
-    from planner.model import Domain
-    from planner.node import make_node
-    from planner.policies import parse_policy
-    from planner.study.measure import Auditor, draw_episodes, measure_exact, measure_mc
-    from planner.study.optimal import OptimalValues
-
     t_start = time.perf_counter()
     _warm_up()
     data = family_domain(case.family, case.instance, case.budget)
@@ -201,12 +206,10 @@ def run_case(case: Case) -> dict:
     domain = Domain.from_dict(data)
     c = compile_domain(domain)
     O = len(c.obs_names)
-    admission = admit(c, entitlements=SUBJECT_ENTITLEMENTS)
-    auditor = Auditor(data, SUBJECT_ENTITLEMENTS)
+    admission = admit(c, CALLER)
+    audit = Audit(data, CALLER)
     optimal = OptimalValues(c, admission)
-    root = make_node(c, admission, np.full(O, -1, dtype=np.int64), np.array(c.prior, dtype=np.float64),
-                     np.zeros(len(c.dims)))
-    none_action = int(root.action)
+    none_action = root_node(c, admission).action
     base = {"family": case.family, "instance": case.instance, "budget": case.budget, "key": case.key}
     kn = knobs.to_json()
     kn.pop("budget")
@@ -223,13 +226,12 @@ def run_case(case: Case) -> dict:
         exact = None
         if case.exact:
             try:
-                exact = measure_exact(c, data, parse_policy(spec), auditor=auditor,
-                                      entitlements=SUBJECT_ENTITLEMENTS, optimal=optimal,
+                exact = measure_exact(c, parse_policy(spec), audit=audit, caller=CALLER, optimal=optimal,
                                       none_action=none_action, repeats=case.repeats)
             except PlannerError as e:  # a cap: the tree or a search is too large to enumerate
                 row["exact_error"] = str(e)
         if draws is not None:
-            metrics, ep = measure_mc(c, admission, data, parse_policy(spec), *draws, auditor=auditor,
+            metrics, ep = measure_mc(c, admission, parse_policy(spec), *draws, audit=audit,
                                      none_action=none_action, repeats=case.repeats)
             episodes[label] = ep
             row.update(metrics)
@@ -272,19 +274,14 @@ def run_case(case: Case) -> dict:
 
 def _peer(case, c, admission, rows, by) -> list:
     """POUCT at the planning time of lookahead:2 and lookahead:3, on common random numbers."""
-    from planner.policies import parse_policy
-    from planner.study import peer
-    from planner.study.measure import Auditor, draw_episodes, measure_mc
-
     if not peer.available():
         return []
-    data = family_domain(case.family, case.instance, case.budget)
-    auditor = Auditor(data, SUBJECT_ENTITLEMENTS)
+    audit = Audit(family_domain(case.family, case.instance, case.budget), CALLER)
     states, uniforms = draw_episodes(c, case.peer_episodes, stable_seed("peer-episodes", case.key))
     O = len(c.obs_names)
     ours = {}
     for label in ("one-step", "lookahead:2", "lookahead:3", "optimal"):
-        _, ep = measure_mc(c, admission, data, parse_policy(policy_spec(label, O)), states, uniforms, auditor=auditor)
+        _, ep = measure_mc(c, admission, parse_policy(policy_spec(label, O)), states, uniforms, audit=audit)
         ours[label] = ep["total"]
     out = []
     # at lookahead:2's and lookahead:3's median planning time per decision, and at a generous fixed time
@@ -403,7 +400,7 @@ def _run_dask(cases, scheduler, bar) -> list:
     try:
         from distributed import Client, as_completed
     except ImportError:
-        raise PlannerError("--scheduler needs dask.distributed: pip install 'evidence-planner[dask]'") from None
+        raise PlannerError("running on a Dask scheduler needs dask.distributed: pip install 'evidence-planner[dask]'") from None
     own = not hasattr(scheduler, "submit")
     client = Client(scheduler) if own else scheduler
     try:
@@ -424,8 +421,6 @@ def deterministic_columns(rows) -> list:
     >>> deterministic_columns([{"policy": "none", "lat_median_ms": 0.1, "total_loss": 1.0, "v": float("nan")}])
     [{'policy': 'none', 'total_loss': 1.0, 'v': None}]
     """
-    from planner.study.measure import TIMING_COLUMNS
-
     def clean(v):
         return None if isinstance(v, float) and math.isnan(v) else v
 

@@ -9,11 +9,12 @@ import pytest
 
 from lookahead.core import evsi
 from planner.admission import admit
+import planner
 from planner.compile import compile_domain
 from planner.errors import DomainError
-from planner.loader import load_domain
-from planner.model import Domain
-from planner.node import make_node
+from planner.domain import load_domain
+from planner.domain import Domain
+from planner.node import root_node
 from planner.policies.baselines import relevance_order
 from planner.study.families import (
     BUDGET_LEVELS,
@@ -33,8 +34,8 @@ INSTANCES = range(4)
 
 def _root(data):
     c = compile_domain(Domain.from_dict(data))
-    adm = admit(c, entitlements=SUBJECT_ENTITLEMENTS)
-    node = make_node(c, adm, np.full(len(c.obs_names), -1, dtype=np.int64), np.array(c.prior), np.zeros(len(c.dims)))
+    adm = admit(c, planner.Caller(entitlements=SUBJECT_ENTITLEMENTS))
+    node = root_node(c, adm)
     return c, adm, node
 
 
@@ -117,11 +118,11 @@ def test_calls_limit_is_plan_length_plus_the_budget_level(budget):
 def test_rejected_copies_are_rejected_for_their_reason_and_ranked_first():
     data = generate_domain(Knobs(n_observations=6, n_propositions=2), 5)
     c, adm, node = _root(data)
-    reasons = dict(zip(c.obs_names, adm.static_reasons))
-    assert reasons["stale_record_1"] == "stale for this decision"
-    assert reasons["restricted_record_1"] == "permission denied"
-    assert reasons["audit_record_1"] == "purpose mismatch"
-    assert reasons["registry"] is None  # needs case.read, which the study's subject holds
+    reasons = {n: [x.text() for x in r] for n, r in zip(c.obs_names, adm.static_reasons)}
+    assert reasons["stale_record_1"] == ["stale for this decision"]
+    assert reasons["restricted_record_1"] == ["permission denied"]
+    assert reasons["audit_record_1"] == ["purpose mismatch"]
+    assert reasons["registry"] == []  # needs case.read, which the study's subject holds
     order = [c.obs_names[o] for o in relevance_order(c)]
     assert order[:3] == ["stale_record_1", "restricted_record_1", "audit_record_1"]
 

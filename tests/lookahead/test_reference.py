@@ -26,7 +26,7 @@ def _args(node, depth):
 def _walk(domain, seed, steps, entitled):
     """A session node after `steps` acquisitions chosen and answered at random."""
     rng = np.random.default_rng(seed)
-    s = planner.Session(domain, entitlements=["secret.read"] if entitled else [])
+    s = planner.Session(domain, caller=planner.Caller(entitlements=["secret.read"] if entitled else []))
     c = s.compiled
     for _ in range(steps):
         node = s.node

@@ -20,7 +20,6 @@ from lookahead.search import (
     plan_from,
     zobrist_keys,
 )
-from planner.node import make_node
 from strategies import domain_dicts
 
 
@@ -39,13 +38,8 @@ def search(node, depth, **kw):
 
 
 def child(node, o, y):
-    """The node after observing outcome y of o (as a session would record it)."""
-    c = node.compiled
-    oc = node.outcome_of.copy()
-    oc[o] = y
-    post = node.belief * c.lik[o, y]
-    post = post / post.sum()
-    return make_node(c, node.admission, oc, post, node.spent + c.cost[o])
+    """The node after observing outcome y of o (as a session records it)."""
+    return node.child(o, y)
 
 
 def children(node):
@@ -76,7 +70,7 @@ def all_nodes(root, limit=150):
 def random_node(domain, seed, steps=2, entitled=False):
     """A node a few random eligible acquisitions below the root."""
     rng = np.random.default_rng(seed)
-    s = planner.Session(domain, entitlements=["secret.read"] if entitled else [])
+    s = planner.Session(domain, caller=planner.Caller(entitlements=["secret.read"] if entitled else []))
     node = s.node
     for _ in range(steps):
         kids = list(children(node))
@@ -179,7 +173,7 @@ def test_depth_one_is_evsi_bit_for_bit(raw, seed, entitled):
 @settings(max_examples=40)
 @given(raw=domain_dicts(max_observations=4), entitled=st.booleans())
 def test_value_never_increases_with_depth_at_every_node(raw, entitled):
-    root = planner.Session(planner.Domain.from_dict(raw), entitlements=["secret.read"] if entitled else []).node
+    root = planner.Session(planner.Domain.from_dict(raw), caller=planner.Caller(entitlements=["secret.read"] if entitled else [])).node
     for node in all_nodes(root):
         values = [search(node, d).value for d in range(5)]
         assert values[0] == node.risk
@@ -280,7 +274,7 @@ def test_memo_is_much_smaller_than_the_tree(kyc):
 @given(raw=domain_dicts(), depth=st.integers(1, 3))
 def test_no_plan_branch_overdraws_the_budget_or_repeats(raw, depth):
     raw["budget"]["limits"] = {"calls": 2.0, "latency": 160.0}
-    node = planner.Session(planner.Domain.from_dict(raw), entitlements=["secret.read"]).node
+    node = planner.Session(planner.Domain.from_dict(raw), caller=planner.Caller(entitlements=["secret.read"])).node
     c = node.compiled
     res = search(node, depth)
     for first in np.flatnonzero(node.eligible):

@@ -22,8 +22,8 @@ def _planner(*args):
         (("run", "domains/payment_release.yaml"),
          "planner: error: give the hidden world (--world prop=value ...) or --seed N to sample it"),
         (("run", "domains/payment_release.yaml", "--world", "approval=pending", "--policy", "magic"),
-         "planner: error: unknown policy 'magic' (known: one-step, none, top-k:K, lookahead:D, lookahead:auto, "
-         "dependency, confidence:T, postfilter-top-k:K)"),
+         "planner: error: unknown policy 'magic' (known: none, top-k:K, confidence:T, one-step, dependency, "
+         "lookahead:D, lookahead:auto, postfilter-top-k:K)"),
         (("run", "domains/nope.yaml", "--seed", "1"), "planner: error: (file): no such file: domains/nope.yaml"),
         (("run", "domains/payment_release.yaml", "--seed", "1", "--limit", "calls"),
          "planner: error: --limit calls: expected NAME=VALUE"),

@@ -13,7 +13,8 @@ from conftest import DOMAINS
 from lookahead.core import evsi
 from planner.policies import parse_policy
 from planner.policies.dependency import DependencyRule, unlock_scores
-from planner.receipt import replay, validate_receipt
+from planner.receipt import validate_receipt
+from planner.replay import replay
 from planner.simulate import simulate
 
 
@@ -58,7 +59,7 @@ def test_dependency_gives_up_when_identity_is_not_found(identity):
     assert isinstance(stop, planner.Stop)
     assert stop.action == "hold"
     assert_allclose(stop.expected_loss, 4.85)
-    assert _row(stop.candidates, "approval_registry").reason == (
+    assert _row(stop.candidates, "approval_registry").reason.text() == (
         "precondition unmet: identity_resolution returned resolved")
 
 
@@ -82,7 +83,7 @@ def test_blocked_rows_stay_rejected_and_unscored(identity):
     step = s.next()
     row = _row(step.candidates, "approval_registry")
     assert row.status == "rejected"
-    assert row.reason == "precondition unmet: identity_resolution returned resolved"
+    assert row.reason.text() == "precondition unmet: identity_resolution returned resolved"
     assert row.value is None and row.penalty is None and row.net is None
     j = row.to_json()
     assert not {"value", "penalty", "net"} & set(j)
@@ -159,7 +160,7 @@ def test_kyc_takes_the_cheapest_branch_and_gives_up_when_it_fails(kyc):
 
 
 def test_kyc_walks_the_chain_and_falls_back_to_the_document_check(kyc):
-    s = planner.Session(kyc, "dependency", limits={"calls": 5})
+    s = planner.Session(kyc, "dependency", caller=planner.Caller(limits={"calls": 5}))
     step = s.next()
     assert (step.observation, step.info["target"]) == ("customer_lookup", "kyc_registry")
     assert step.info["plan"] == ["customer_lookup", "fuzzy_match", "kyc_token", "kyc_registry"]

@@ -16,7 +16,8 @@ from lookahead.core import evsi
 from planner.cli import main
 from planner.errors import PlannerError
 from planner.evaluate import PolicyEvaluation, evaluate_policy
-from planner.graph import build_graph, prerequisite_depth
+from planner.andor import build_graph
+from planner.prerequisites import prerequisite_depth
 from planner.model import AllOf, AnyOf, Established, Returned, expr_atoms
 from planner.policies import parse_policy
 from strategies import domain_dicts
@@ -139,7 +140,7 @@ def test_kyc_dependency_exact_figures(kyc):
 
 def test_kyc_dependency_with_room_for_the_fallback(kyc):
     c = planner.compile_domain(kyc)
-    dep = evaluate_policy(c, "dependency", limits={"calls": 5})
+    dep = evaluate_policy(c, "dependency", caller=planner.Caller(limits={"calls": 5}))
     # penalty from the tree: lookup always; fuzzy if found; document if fuzzy failed;
     # token if resolved either way; registry if the token came
     pen = dict(zip(c.obs_names, c.penalty))
@@ -229,7 +230,7 @@ def _brute_force(domain, spec, entitlements=()):
     c = planner.compile_domain(domain)
 
     def rec(path, prob):
-        s = planner.Session(c, spec, entitlements=entitlements)
+        s = planner.Session(c, spec, caller=planner.Caller(entitlements=entitlements))
         penalty = 0.0
         for name, outcome in path:
             s.next()
@@ -270,7 +271,7 @@ def test_matches_brute_force_on_random_domains(raw, entitled):
     d = planner.Domain.from_dict(raw)
     ents = ["secret.read"] if entitled else []
     for spec in ("one-step", "dependency"):
-        ev = evaluate_policy(d, spec, entitlements=ents)
+        ev = evaluate_policy(d, spec, caller=planner.Caller(entitlements=ents))
         total, _ = _brute_force(d, spec, ents)
         assert_allclose(ev.expected_total_loss, total, rtol=1e-9, atol=1e-9)
         assert_allclose(sum(p for _, p in ev.stop_reasons), 1.0)
@@ -334,7 +335,7 @@ class _Watch:
             assert obs.name not in seen, f"{self.spec} re-acquires {obs.name}"
             assert precondition_holds(self.domain, obs, seen), (
                 f"{self.spec} acquires {obs.name} with {obs.requires} unmet (seen {seen})")
-            assert node.admission.static_reasons[decision.observe] is None
+            assert node.admission.static_reasons[decision.observe] == ()
             spent = node.spent + c.cost[decision.observe]
             assert np.all(spent <= c.limits + 1e-9), f"{self.spec} overdraws the budget with {obs.name}"
             self.choices += 1
@@ -364,7 +365,7 @@ def test_no_policy_acquires_an_observation_whose_preconditions_do_not_hold(raw, 
     c = planner.compile_domain(d)
     for spec in SPECS:
         # exact evaluation visits every node the policy can reach, with every outcome
-        evaluate_policy(c, _Watch(parse_policy(spec), d), entitlements=["secret.read"] if entitled else [])
+        evaluate_policy(c, _Watch(parse_policy(spec), d), caller=planner.Caller(entitlements=["secret.read"] if entitled else []))
 
 
 def test_the_watch_catches_a_violation(identity):

@@ -12,32 +12,20 @@ from numpy.testing import assert_allclose
 import planner
 from conftest import DOMAINS, tiny_dict
 from planner.cli import main
-from planner.graph import (
-    availability_warnings,
-    build_graph,
-    cheapest_prerequisite_plan,
-    find_precondition_cycle,
-    prerequisite_depth,
-    to_dot,
-    to_mermaid,
-)
-from planner.node import make_node
+from planner.andor import build_graph
+from planner.export import to_dot, to_mermaid
+from planner.loader import _precondition_cycle as find_precondition_cycle
+from planner.prerequisites import availability_warnings, cheapest_prerequisite_plan, prerequisite_depth
 
 
 def _root(compiled, entitlements=()):
-    O, D = len(compiled.obs_names), len(compiled.dims)
-    return make_node(compiled, planner.admit(compiled, entitlements=entitlements), np.full(O, -1),
-                     np.array(compiled.prior), np.zeros(D))
+    return planner.root_node(compiled, planner.admit(compiled, planner.Caller(entitlements=entitlements)))
 
 
 def _after(compiled, node, name, outcome):
-    """The child of `node` after `name` returned `outcome` (belief updated with the likelihood)."""
+    """The child of `node` after `name` returned `outcome`."""
     o = compiled.obs_index(name)
-    y = compiled.outcome_index(o, outcome)
-    belief = node.belief * compiled.lik[o, y]
-    outcome_of = node.outcome_of.copy()
-    outcome_of[o] = y
-    return make_node(compiled, node.admission, outcome_of, belief / belief.sum(), node.spent + compiled.cost[o])
+    return node.child(o, compiled.outcome_index(o, outcome))
 
 
 @pytest.fixture(scope="module")
@@ -150,7 +138,7 @@ def test_plan_replans_through_the_other_or_branch_after_a_failure(kyc_raw):
 
 
 def test_shipped_kyc_budget_leaves_no_room_for_the_fallback(kyc):
-    from planner.graph import _plan_or_reason
+    from planner.prerequisites import _plan_or_reason
 
     g = build_graph(kyc)
     n = _after(kyc, _root(kyc), "customer_lookup", "found")
@@ -196,12 +184,10 @@ def test_cheapest_plan_that_fits_the_budget_wins(kyc_raw):
 
 def test_budget_left_is_what_counts(identity):
     g = build_graph(identity)
-    root = _root(identity)
-    # one call already spent elsewhere: identity + registry would need 3 calls of 2
-    spent = root.spent.copy()
-    spent[identity.dims.index("calls")] = 1
-    n = make_node(identity, root.admission, root.outcome_of, root.belief, spent)
-    assert cheapest_prerequisite_plan(g, "approval_registry", n) is None
+    # one call of the two left: identity + registry would need 2
+    tight = identity.with_limits({"calls": 1})
+    assert cheapest_prerequisite_plan(g, "approval_registry", _root(tight)) is None
+    assert cheapest_prerequisite_plan(g, "approval_registry", _root(identity)) is not None
 
 
 def _shared_dict():
@@ -269,7 +255,7 @@ def test_rejected_prerequisite_makes_the_target_unreachable(kyc_raw):
     assert warnings[-1].startswith("kyc_registry can never become available: its precondition needs kyc_token, "
                                    "whose precondition fails on every alternative (needs fuzzy_match, whose "
                                    "precondition needs customer_lookup, which is rejected: permission denied")
-    assert availability_warnings(d, entitlements=["crm.read"]) == []
+    assert availability_warnings(d, caller=planner.Caller(entitlements=["crm.read"])) == []
 
 
 def test_one_rejected_branch_of_an_or_is_not_a_warning(kyc_raw):
@@ -371,7 +357,7 @@ def test_cli_graph_png_without_matplotlib_is_one_line_exit_2(tmp_path, capsys, m
     code = main(["graph", str(DOMAINS / "kyc_chain.yaml"), "--format", "png", "--output", str(out)])
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["planner: error: --format png needs matplotlib: pip install 'evidence-planner[bench]'"]
+    assert err == ["planner: error: drawing a PNG needs matplotlib: pip install 'evidence-planner[bench]'"]
     assert not out.exists()
 
 

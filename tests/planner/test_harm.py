@@ -8,6 +8,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 import planner
+from lookahead.core import TIE
 from planner.harm import acquisition_harm, correct_actions
 from planner.node import Decision
 from planner.policies.base import Policy
@@ -41,7 +42,7 @@ def _brute_force(domain, spec, **kw):
     out = np.zeros((A, S))
 
     def rec(pairs, w):
-        s = planner.Session(domain, spec, **kw)
+        s = planner.Session(domain, spec, caller=planner.Caller(**kw))
         for name, y in pairs:
             s.record(name, y)
         step = s.next()
@@ -55,7 +56,7 @@ def _brute_force(domain, spec, **kw):
                 rec(pairs + [(step.observation, c.outcome_names[o][y])], wy)
 
     rec([], np.ones(S))
-    ok = c.loss <= c.loss.min(axis=0) + 1e-12
+    ok = c.loss <= c.loss.min(axis=0) + TIE
     ok0 = ok[c.action_names.index(planner.Session(domain, "none").next().action)]
     after = (out * ok).sum(axis=0)
     return prior @ (ok0 * (1 - after)), prior @ (~ok0 * after), prior @ after
@@ -73,7 +74,7 @@ def _brute_force(domain, spec, **kw):
 ])
 def test_matches_brute_force_replay(name, spec, kw):
     d = _load(name)
-    h = acquisition_harm(d, spec, **kw)
+    h = acquisition_harm(d, spec, planner.Caller(**kw))
     harm, fixed, after = _brute_force(d, spec, **kw)
     assert_allclose([h.harm, h.fixed, h.correct_after], [harm, fixed, after], rtol=0, atol=1e-12)
 
@@ -102,7 +103,7 @@ def test_harm_counts_correctness_not_loss():
 def test_runtime_overrides_reach_the_enumeration():
     d = _load("forbidden_most_relevant")
     plain = acquisition_harm(d, "one-step")
-    entitled = acquisition_harm(d, "one-step", entitlements=["fraud.investigations.read"])
+    entitled = acquisition_harm(d, "one-step", caller=planner.Caller(entitlements=["fraud.investigations.read"]))
     assert entitled.fixed > plain.fixed
 
 

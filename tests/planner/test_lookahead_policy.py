@@ -13,10 +13,10 @@ from numpy.testing import assert_allclose
 import lookahead.search
 import planner
 from planner.cli import main
-from planner.node import make_node
 from planner.policies import OneStepEVSI, parse_policy
 from planner.policies.lookahead import MAX_AUTO_DEPTH, Lookahead, auto_depth, plan_text
-from planner.receipt import replay, validate_receipt
+from planner.receipt import validate_receipt
+from planner.replay import replay
 from planner.simulate import simulate
 from strategies import domain_dicts
 
@@ -36,13 +36,13 @@ def _strip(candidates):
 
 def _same_run(domain, seed, entitlements=()):
     """Run one-step and lookahead:1 against the same hidden world; compare every step exactly."""
-    a = planner.Session(domain, OneStepEVSI(), entitlements=entitlements)
-    b = planner.Session(domain, Lookahead(depth=1), entitlements=entitlements)
+    a = planner.Session(domain, OneStepEVSI(), caller=planner.Caller(entitlements=entitlements))
+    b = planner.Session(domain, Lookahead(depth=1), caller=planner.Caller(entitlements=entitlements))
     stop_a, _ = simulate(a, None, seed)
     stop_b, _ = simulate(b, None, seed)
-    assert [r["chosen"] for r in a.steps] == [r["chosen"] for r in b.steps]
+    assert [r.chosen for r in a.steps] == [r.chosen for r in b.steps]
     for ra, rb in zip(a.steps, b.steps):
-        assert _strip(ra["step"].candidates) == _strip(rb["step"].candidates)  # floats compared with ==
+        assert _strip(ra.asked.candidates) == _strip(rb.asked.candidates)  # floats compared with ==
     assert (stop_a.action, stop_a.reason, stop_a.expected_loss) == (stop_b.action, stop_b.reason, stop_b.expected_loss)
     assert _strip(stop_a.candidates) == _strip(stop_b.candidates)
     return b
@@ -63,7 +63,7 @@ def _reachable_nodes(node, limit=200):
                     if p <= 0 or tuple(oc) in seen:
                         continue
                     seen.add(tuple(oc))
-                    child = make_node(c, n.admission, oc, n.belief * c.lik[o, y] / p, n.spent + c.cost[o])
+                    child = n.child(o, y)
                     out.append(child)
                     nxt.append(child)
         frontier = nxt
@@ -79,12 +79,12 @@ def test_depth_one_is_the_one_step_rule_on_every_shipped_domain(path):
             b = _same_run(domain, seed, ents)
     # and at every node a session can reach, not only along the runs above
     for ents in ((), ents_all):
-        for node in _reachable_nodes(planner.Session(domain, entitlements=ents).node):
+        for node in _reachable_nodes(planner.Session(domain, caller=planner.Caller(entitlements=ents)).node):
             one, la = OneStepEVSI().decide(node), Lookahead(depth=1).decide(node)
             assert one.observe == la.observe
             assert _strip(one.candidates) == _strip(la.candidates)
     # the lookahead columns are there: Q_1 = penalty + expected posterior risk, net = R - Q_1
-    step = b.steps[0]["step"] if b.steps else b.stop
+    step = b.steps[0].asked if b.steps else b.stop
     risk = step.risk if b.steps else step.expected_loss
     rows = [row for row in step.candidates if row.status == "admitted"]
     for row in rows:
@@ -107,7 +107,7 @@ def test_seed_case_rows_and_plan(payment):
     assert reg.extra == {"q": pytest.approx(4.85 - 3.658, abs=1e-3), "depth": 2}
     assert reg.value - reg.penalty == reg.net
     assert_allclose(reg.net, step.risk - reg.extra["q"], atol=1e-12)
-    assert [c.reason for c in step.candidates[2:]] == ["stale for this decision", "permission denied"]
+    assert [c.reason.text() for c in step.candidates[2:]] == ["stale for this decision", "permission denied"]
     assert all(c.value is None and "q" not in c.extra for c in step.candidates[2:])
     info = step.info
     assert info["depth"] == 2
@@ -167,9 +167,9 @@ def test_auto_is_no_worse_than_the_dependency_rule_on_kyc_with_room_for_fallback
     # still fit; a horizon that shrank to the cheapest plan's remaining steps lost that.
     from planner.evaluate import evaluate_policy
 
-    auto = evaluate_policy(kyc, "lookahead:auto", limits={"calls": calls})
-    dep = evaluate_policy(kyc, "dependency", limits={"calls": calls})
-    deep = evaluate_policy(kyc, "lookahead:4", limits={"calls": calls})
+    auto = evaluate_policy(kyc, "lookahead:auto", caller=planner.Caller(limits={"calls": calls}))
+    dep = evaluate_policy(kyc, "dependency", caller=planner.Caller(limits={"calls": calls}))
+    deep = evaluate_policy(kyc, "lookahead:4", caller=planner.Caller(limits={"calls": calls}))
     assert auto.expected_total_loss <= dep.expected_total_loss + 1e-9
     np.testing.assert_allclose(auto.expected_total_loss, deep.expected_total_loss, atol=1e-12)
 
@@ -217,8 +217,9 @@ def test_cap_error_names_the_cap(kyc, monkeypatch, capsys):
     with pytest.raises(planner.SearchCapError) as err:
         Lookahead(depth=4, max_nodes=30).decide(planner.Session(kyc).node)
     msg = str(err.value)
-    assert "\n" not in msg
-    assert "exceeds its cap of 30 expanded nodes" in msg and "smaller depth (--policy lookahead:D with D < 4)" in msg
+    assert "\n" not in msg and "--" not in msg  # the library names no option
+    assert "exceeds its cap of 30 expanded nodes" in msg and "smaller depth" in msg
+    assert (err.value.policy, err.value.depth, err.value.cap) == ("lookahead:4", 4, 30)
     # through the CLI: one line, exit status 2
     monkeypatch.setattr(lookahead.search, "MAX_NODES", 25)
     path = str(planner.DOMAINS / "kyc_chain.yaml")
@@ -226,7 +227,9 @@ def test_cap_error_names_the_cap(kyc, monkeypatch, capsys):
     err_text = capsys.readouterr().err
     assert err_text.count("\n") == 1
     assert err_text.startswith("planner: error: lookahead:4: the depth-4 search exceeds its cap of 25 expanded nodes")
-    assert "smaller depth" in err_text
+    assert "raise it with --max-nodes N or use a smaller depth (--policy lookahead:D with D < 4)" in err_text
+    # --max-nodes reaches the policy: a large enough cap lets the same search finish
+    assert main(["explain", path, "--policy", "lookahead:4", "--max-nodes", "100000"]) == 0
 
 
 def test_cli_run_and_explain(identity, capsys):
@@ -262,7 +265,7 @@ def test_deeper_runs_stay_within_budget_and_gates(raw, seed, depth):
     c = s.compiled
     spent = np.zeros(len(c.dims))
     for rec in s.steps:
-        o = c.obs_index(rec["acquired"])
+        o = c.obs_index(rec.acquired)
         assert s.admission.admitted[o]
         spent = spent + c.cost[o]
     assert np.all(spent <= c.limits + 1e-9)

@@ -26,7 +26,7 @@ def test_top_k_walks_past_ineligible_sources(payment):
 def test_top_k_two_takes_both_eligible_in_relevance_order(payment):
     s = planner.Session(payment, "top-k:2")
     stop, _ = simulate(s, {"approval": "approved"})
-    assert [r["acquired"] for r in s.steps] == ["manager_message", "approval_registry"]
+    assert [r.acquired for r in s.steps] == ["manager_message", "approval_registry"]
     assert (stop.action, stop.reason) == ("release", "evidence_complete")
 
 

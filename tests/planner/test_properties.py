@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 import planner
 from lookahead.core import TIE, evpi, evsi, permitted_actions
 from planner.model import AllOf, AnyOf, Established, Returned
-from planner.receipt import replay, validate_receipt
+from planner.receipt import validate_receipt
+from planner.replay import replay
 from planner.simulate import simulate
 from strategies import domain_dicts
 

@@ -11,7 +11,9 @@ import jsonschema
 import pytest
 
 import planner
-from planner.receipt import receipt_schema, redact_receipt, replay, validate_receipt
+from planner.receipt import receipt_schema, validate_receipt
+from planner.redact import redact_receipt
+from planner.replay import replay
 from planner.simulate import simulate
 
 

@@ -215,15 +215,15 @@ def test_informing_sources_cannot_unlock_release_at_any_belief():
     d = _load("stale_authoritative")
     import datetime as dt
 
-    s = planner.Session(d, decision_time=dt.datetime(2026, 3, 2, 9, tzinfo=dt.timezone.utc))
-    assert s.admission.static_reasons[0] == "stale for this decision"
+    s = planner.Session(d, caller=planner.Caller(decision_time=dt.datetime(2026, 3, 2, 9, tzinfo=dt.timezone.utc)))
+    assert [r.text() for r in s.admission.static_reasons[0]] == ["stale for this decision"]
     s.record("supervisor_chat", "says_approved")
     s.record("email_thread", "looks_approved")
     n = s.node
     assert n.belief @ (s.compiled.states[:, 0] == 0) > 0.97
     assert not n.permitted[s.compiled.action_names.index("release_shipment")]
     # so no informing source has value at the root
-    s0 = planner.Session(d, decision_time=dt.datetime(2026, 3, 2, 9, tzinfo=dt.timezone.utc))
+    s0 = planner.Session(d, caller=planner.Caller(decision_time=dt.datetime(2026, 3, 2, 9, tzinfo=dt.timezone.utc)))
     v = _values(s0)
     assert_allclose([v["supervisor_chat"], v["email_thread"]], [0.0, 0.0], rtol=0, atol=1e-12)
 
@@ -236,7 +236,7 @@ def test_privacy_is_the_only_binding_dimension():
     assert (stop.reason, stop.dimension) == ("budget_exhausted", "privacy")
     c, n = s.compiled, s.node
     o = c.obs_index("pharmacy_history")
-    assert n.reasons[o] == ("budget exceeded: privacy",)
+    assert [r.text() for r in n.reasons[o]] == ["budget exceeded: privacy"]
     left = c.limits - n.spent
     for dim in ("calls", "tokens", "latency_ms"):
         i = c.dims.index(dim)
@@ -247,9 +247,9 @@ def test_privacy_is_the_only_binding_dimension():
 
 def test_slow_tool_rejected_before_scoring_under_the_tight_limit():
     d = _load("slow_decisive_tool")
-    step = planner.Session(d, limits={"latency_ms": 1000}).next()
+    step = planner.Session(d, caller=planner.Caller(limits={"latency_ms": 1000})).next()
     row = step.candidates[0]
-    assert (row.observation, row.status, row.reason, row.value) == (
+    assert (row.observation, row.status, row.reason.text(), row.value) == (
         "sanctions_list_export", "rejected", "budget exceeded: latency_ms", None)
     assert step.observation == "screening_cache"
 

@@ -1,4 +1,4 @@
-"""The seed's worked payment case (DESIGN.md section 3), through the API and the CLI."""
+"""The seed's worked payment case, through the API and the CLI."""
 
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ def test_root_table_reproduces_the_design(payment):
     assert (f"{reg.value:.3f}", f"{reg.penalty:.3f}", f"{reg.net:.3f}") == ("3.911", "0.253", "3.658")
     msg = _row(step.candidates, "manager_message")
     assert (f"{abs(msg.value):.3f}", f"{msg.penalty:.3f}", f"{msg.net:.3f}") == ("0.000", "0.167", "-0.167")
-    assert _row(step.candidates, "stale_approval_pdf").reason == "stale for this decision"
+    assert _row(step.candidates, "stale_approval_pdf").reason.text() == "stale for this decision"
     mailbox = _row(step.candidates, "mailbox_sweep")
-    assert mailbox.reason == "permission denied"
-    assert mailbox.reasons == ("permission denied", "purpose mismatch")
+    assert mailbox.reason.text() == "permission denied"
+    assert [r.text() for r in mailbox.reasons] == ["permission denied", "purpose mismatch"]
     assert mailbox.value is None  # rejected observations are never scored
     assert step.observation == "approval_registry"
 
@@ -107,5 +107,5 @@ def test_negative_control_top1_and_one_step_agree(exact_lookup):
 
             s = planner.Session(exact_lookup, spec)
             stop, _ = simulate(s, {"account": world})
-            finals[spec] = ([r["acquired"] for r in s.steps], stop.action)
+            finals[spec] = ([r.acquired for r in s.steps], stop.action)
         assert finals["top-k:1"] == finals["one-step"] == (["account_record"], "service" if world == "open" else "decline")

@@ -118,12 +118,12 @@ def test_run_turns_exceptions_and_timeouts_into_unavailable():
 
     s = planner.Session(dom)
     stop = s.run({"oracle": broken, "rumour": lambda: "yes"})
-    assert s.steps[0]["acquired"] == "oracle" and s.steps[0]["outcome"] == "unavailable"
+    assert s.steps[0].acquired == "oracle" and s.steps[0].outcome == "unavailable"
     assert isinstance(stop, planner.Stop)
 
     s = planner.Session(dom)
     s.run({"oracle": lambda: time.sleep(2) or "a", "rumour": lambda: "yes"}, timeout=0.05)
-    assert s.steps[0]["outcome"] == "unavailable"
+    assert s.steps[0].outcome == "unavailable"
 
 
 def test_run_rejects_undeclared_tool_outcomes():
@@ -139,26 +139,26 @@ def test_budget_limit_blocks_and_names_the_dimension():
     s = planner.Session(planner.Domain.from_dict(d))
     step = s.next()
     row = next(c for c in step.candidates if c.observation == "oracle")
-    assert row.reason == "budget exceeded: privacy"
+    assert row.reason.text() == "budget exceeded: privacy"
     assert isinstance(step, planner.Stop)
     assert (step.reason, step.dimension) == ("budget_exhausted", "privacy")
 
 
 def test_limit_override_at_run_time(payment):
-    s = planner.Session(payment, limits={"latency_ms": 100})
+    s = planner.Session(payment, caller=planner.Caller(limits={"latency_ms": 100}))
     stop = s.next()
     row = next(c for c in stop.candidates if c.observation == "approval_registry")
-    assert row.reason == "budget exceeded: latency_ms"
+    assert row.reason.text() == "budget exceeded: latency_ms"
     assert (stop.reason, stop.dimension) == ("budget_exhausted", "latency_ms")
     with pytest.raises(planner.SessionError, match="limits.bogus: unknown budget dimension"):
-        planner.Session(payment, limits={"bogus": 1})
+        planner.Session(payment, caller=planner.Caller(limits={"bogus": 1}))
 
 
 def test_entitlement_and_purpose_admit_the_sweep(payment):
-    s = planner.Session(payment, entitlements=["mailbox.read_all"])
+    s = planner.Session(payment, caller=planner.Caller(entitlements=["mailbox.read_all"]))
     row = next(c for c in s.next().candidates if c.observation == "mailbox_sweep")
-    assert row.reason == "purpose mismatch"
-    s = planner.Session(payment, entitlements=["mailbox.read_all"], purpose="fraud_investigation")
+    assert row.reason.text() == "purpose mismatch"
+    s = planner.Session(payment, caller=planner.Caller(entitlements=["mailbox.read_all"], purpose="fraud_investigation"))
     row = next(c for c in s.next().candidates if c.observation == "mailbox_sweep")
     assert row.status == "admitted"
 
@@ -186,7 +186,7 @@ def test_as_of_freshness_uses_decision_time():
     d["observations"]["oracle"]["as_of"] = "2026-11-30T09:00:00Z"
     d["observations"]["oracle"]["max_age_minutes"] = 30
     dom = planner.Domain.from_dict(d)
-    fresh = planner.Session(dom, decision_time=dt.datetime(2026, 11, 30, 9, 20, tzinfo=dt.timezone.utc))
-    stale = planner.Session(dom, decision_time=dt.datetime(2026, 11, 30, 9, 31, tzinfo=dt.timezone.utc))
+    fresh = planner.Session(dom, caller=planner.Caller(decision_time=dt.datetime(2026, 11, 30, 9, 20, tzinfo=dt.timezone.utc)))
+    stale = planner.Session(dom, caller=planner.Caller(decision_time=dt.datetime(2026, 11, 30, 9, 31, tzinfo=dt.timezone.utc)))
     assert fresh.node.reasons[0] == ()
-    assert stale.node.reasons[0] == ("stale for this decision",)
+    assert [r.text() for r in stale.node.reasons[0]] == ["stale for this decision"]

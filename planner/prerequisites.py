@@ -1,27 +1,4 @@
-"""Preconditions as an AND/OR graph (networkx), prerequisite plans, and export.
-
-An observation whose preconditions do not hold is unavailable now but may
-become available later; this module makes that structure explicit.
-:func:`build_graph` turns a domain's preconditions into a ``networkx.DiGraph``
-whose edges point from what is wanted to what provides it:
-
-==========================  ===========  ==============================================
-node key                    ``kind``     successors (what makes it true)
-==========================  ===========  ==============================================
-``("observation", o)``      observation  the root of o's precondition (none: free)
-``("returned", o, y)``      fact         ``("observation", o)``: acquire o, see y
-``("established", p, v)``   fact         one ``("returned", o, y)`` per establishing
-                                         source (implicitly OR)
-``("and", o, path)``        and          every term must hold
-``("or", o, path)``         or           one term must hold
-==========================  ===========  ==============================================
-
-AND/OR nodes belong to the observation whose precondition contains them
-(``path`` is the term's position in that expression); fact nodes are shared.
-Every node has a ``label`` attribute; the graph carries ``domain`` (name) and
-``observations`` (names in file order) in ``graph.graph``.
-
-Free functions over the graph:
+"""Walks over the AND/OR precondition graph: prerequisite plans, prerequisite depth, warnings.
 
 - :func:`cheapest_prerequisite_plan`: the minimum-penalty set of prerequisite
   acquisitions that makes an observation available from a decision node
@@ -30,37 +7,27 @@ Free functions over the graph:
 - :func:`prerequisite_depth`: how many acquisitions must precede an
   observation (structural: admission, budget and probabilities ignored);
 - :func:`availability_warnings`: admitted observations that can never become
-  available for a subject, each with the reason;
-- :func:`to_mermaid`, :func:`to_dot`, :func:`draw_png`: export (``planner
-  graph DOMAIN --format mermaid|dot|png``).
+  available for a caller, each with the reason.
 
-The loader's cycle check (:func:`find_precondition_cycle` over
-:func:`requirement_digraph`) also lives here.
+The graph is :func:`planner.andor.build_graph`'s.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-
 import attrs
-import networkx as nx
 import numpy as np
 
-from planner.errors import PlannerError
-from planner.model import AllOf, AnyOf, Established, Returned, expr_atoms
+from lookahead.core import BUDGET_TOL, available_observations
+from lookahead.layout import NOT_TAKEN, STATUS_CONTRADICTED
+from planner.admission import prepare
+from planner.andor import precondition_graph
+from planner.node import root_node
 
 __all__ = [
-    "requirement_digraph",
-    "find_precondition_cycle",
-    "build_graph",
     "PrerequisitePlan",
     "cheapest_prerequisite_plan",
     "prerequisite_depth",
     "availability_warnings",
-    "to_mermaid",
-    "to_dot",
-    "draw_png",
-    "register_cli",
     "MAX_PLANS",
 ]
 
@@ -68,135 +35,6 @@ __all__ = [
 #: Domain files have a handful of OR branches, far below it; the cap only
 #: bounds pathological files, where the plan found may then not be the cheapest.
 MAX_PLANS = 64
-
-
-def requirement_digraph(observations) -> nx.DiGraph:
-    """Observation -> observation it requires an outcome of, in file order.
-
-    >>> from planner.model import Observation, Likelihood, Case, Returned
-    >>> lik = Likelihood(depends_on=(), cases=(Case(when=(), value=(("y", 1.0),)),))
-    >>> a = Observation(name="a", role="inform", outcomes=("y",), likelihood=lik)
-    >>> b = Observation(name="b", role="inform", outcomes=("y",), likelihood=lik,
-    ...                 requires=Returned("a", "y"))
-    >>> list(requirement_digraph([a, b]).edges)
-    [('b', 'a')]
-    """
-    g = nx.DiGraph()
-    for o in observations:
-        g.add_node(o.name)
-    for o in observations:
-        if o.requires is None:
-            continue
-        for atom in expr_atoms(o.requires):
-            if isinstance(atom, Returned):
-                g.add_edge(o.name, atom.observation)
-    return g
-
-
-def find_precondition_cycle(observations) -> list[str] | None:
-    """The first cyclic chain of preconditions, closed (``[a, b, a]``), or None.
-
-    The cycle is rotated to start at the observation declared first in the file,
-    so the message is the same every run.
-
-    >>> from planner.model import Observation, Likelihood, Case, Returned
-    >>> lik = Likelihood(depends_on=(), cases=(Case(when=(), value=(("y", 1.0),)),))
-    >>> a = Observation(name="a", role="inform", outcomes=("y",), likelihood=lik, requires=Returned("b", "y"))
-    >>> b = Observation(name="b", role="inform", outcomes=("y",), likelihood=lik, requires=Returned("a", "y"))
-    >>> find_precondition_cycle([a, b]), find_precondition_cycle([a])
-    (['a', 'b', 'a'], None)
-    """
-    g = requirement_digraph(observations)
-    order = {o.name: i for i, o in enumerate(observations)}
-    for start in g.nodes:
-        try:
-            edges = nx.find_cycle(g, source=start)
-        except nx.NetworkXNoCycle:
-            continue
-        nodes = [u for u, _ in edges]
-        k = min(range(len(nodes)), key=lambda i: order[nodes[i]])
-        nodes = nodes[k:] + nodes[:k]
-        return nodes + [nodes[0]]
-    return None
-
-
-# --------------------------------------------------------------------------
-# building the graph
-
-
-def _as_domain(domain):
-    """Accept a Domain or a CompiledDomain (which carries its Domain)."""
-    return domain.domain if hasattr(domain, "facts") else domain
-
-
-def build_graph(domain) -> nx.DiGraph:
-    """The AND/OR precondition graph of `domain` (see the module docstring).
-
-    Parameters
-    ----------
-    domain : Domain or CompiledDomain
-
-    Returns
-    -------
-    networkx.DiGraph
-        Nodes keyed as in the module docstring, each with ``kind`` and
-        ``label``; observation nodes also have ``index`` (file order). Edges
-        have ``relation``: ``requires`` (observation -> its precondition),
-        ``term`` (AND/OR -> term), ``acquire`` (returned fact -> observation)
-        or ``established_by`` (established fact -> returned fact).
-
-    Examples
-    --------
-    >>> import planner
-    >>> g = build_graph(planner.load_domain(planner.DOMAINS / "identity_registry.yaml"))
-    >>> list(g.successors(("observation", "approval_registry")))
-    [('returned', 'identity_resolution', 'resolved')]
-    >>> list(g.successors(("returned", "identity_resolution", "resolved")))
-    [('observation', 'identity_resolution')]
-    """
-    domain = _as_domain(domain)
-    g = nx.DiGraph(domain=domain.name, observations=tuple(o.name for o in domain.observations))
-    for i, o in enumerate(domain.observations):
-        g.add_node(("observation", o.name), kind="observation", label=o.name, index=i)
-    for o in domain.observations:
-        if o.requires is not None:
-            root = _add_expr(g, o.requires, o.name, ())
-            g.add_edge(("observation", o.name), root, relation="requires")
-    # Who can establish each established-fact node that a precondition mentions.
-    for key in [k for k in g.nodes if k[0] == "established"]:
-        _, prop, value = key
-        for o in domain.observations:
-            if o.role not in ("establish", "supersede") or o.bears_on != prop:
-                continue
-            for y, v in o.establishes:
-                if v == value:
-                    g.add_edge(key, _returned_node(g, o.name, y), relation="established_by")
-    return g
-
-
-def _returned_node(g, obs: str, outcome: str):
-    key = ("returned", obs, outcome)
-    if key not in g:
-        g.add_node(key, kind="fact", fact="returned", label=f"{obs} returned {outcome}")
-        g.add_edge(key, ("observation", obs), relation="acquire")
-    return key
-
-
-def _add_expr(g, expr, owner: str, path: tuple):
-    if isinstance(expr, Returned):
-        return _returned_node(g, expr.observation, expr.outcome)
-    if isinstance(expr, Established):
-        key = ("established", expr.proposition, expr.value)
-        if key not in g:
-            g.add_node(key, kind="fact", fact="established", label=f"{expr.proposition}={expr.value}")
-        return key
-    kind = "and" if isinstance(expr, AllOf) else "or"
-    assert isinstance(expr, (AllOf, AnyOf))
-    key = (kind, owner, path)
-    g.add_node(key, kind=kind, label=kind.upper())
-    for i, term in enumerate(expr.terms):
-        g.add_edge(key, _add_expr(g, term, owner, path + (i,)), relation="term")
-    return key
 
 
 def _obs_name(graph, observation) -> str:
@@ -208,8 +46,7 @@ def _obs_name(graph, observation) -> str:
     return observation
 
 
-# --------------------------------------------------------------------------
-# enumerating prerequisite plans
+# Enumerating prerequisite plans.
 #
 # A plan is a frozenset of (observation, outcome) pairs that must be seen; the
 # observations in it are the acquisitions. Sets (not sums) so that a
@@ -262,11 +99,11 @@ class _AtNode:
         seen = node.outcome_of[o]
         if seen == y:
             return "holds"
-        if seen >= 0:
+        if seen != NOT_TAKEN:
             return f"needs {obs} returned {outcome}, but it returned {c.outcome_names[o][seen]}"
-        reason = node.admission.static_reasons[o]
-        if reason is not None:
-            return f"needs {obs}, which is rejected: {reason}"
+        reasons = node.admission.static_reasons[o]
+        if reasons:
+            return f"needs {obs}, which is rejected: {reasons[0].text()}"
         if float(node.belief @ c.lik[o, y]) <= 0.0:
             return f"needs {obs} returned {outcome}, which has probability 0"
         return "open"
@@ -275,7 +112,7 @@ class _AtNode:
         c = self.c
         p = c.prop_names.index(prop)
         status = self.node.status[p]
-        if status == -2:
+        if status == STATUS_CONTRADICTED:
             return f"needs {prop}={value}, but {prop} is contradicted"
         if status >= 0 and c.prop_values[p][status] == value:
             return "holds"
@@ -407,8 +244,6 @@ class PrerequisitePlan:
 
 def _order(plan, target: int, node):
     """Acquisition order of `plan` from `node`, or None when it cannot make `target` available."""
-    from lookahead.core import available_observations
-
     c = node.compiled
     index = {n: i for i, n in enumerate(c.obs_names)}
     todo = sorted((index[o], c.outcome_names[index[o]].index(y)) for o, y in plan)
@@ -437,15 +272,13 @@ def _success(order, node) -> float:
 
 def _plan_or_reason(graph, observation, node):
     """``(PrerequisitePlan, None)`` or ``(None, reason)`` for `observation` at `node`."""
-    from lookahead.core import BUDGET_TOL
-
     c = node.compiled
     name = _obs_name(graph, observation)
     o = c.obs_index(name)
-    if node.outcome_of[o] >= 0:
+    if node.outcome_of[o] != NOT_TAKEN:
         return None, "already acquired"
-    if node.admission.static_reasons[o] is not None:
-        return None, f"rejected: {node.admission.static_reasons[o]}"
+    if node.admission.static_reasons[o]:
+        return None, f"rejected: {node.admission.static_reasons[o][0].text()}"
     left = c.limits - node.spent
     if node.available[o]:
         plans = [frozenset()]
@@ -507,7 +340,7 @@ def cheapest_prerequisite_plan(graph, observation, node) -> PrerequisitePlan | N
     Parameters
     ----------
     graph : networkx.DiGraph
-        :func:`build_graph` of the node's domain.
+        :func:`planner.andor.build_graph` of the node's domain.
     observation : str or int
         The target, by name or file-order index.
     node : planner.node.Node
@@ -529,11 +362,9 @@ def cheapest_prerequisite_plan(graph, observation, node) -> PrerequisitePlan | N
     Examples
     --------
     >>> import planner
-    >>> from planner.node import make_node
-    >>> c = planner.compile_domain(planner.load_domain(planner.DOMAINS / "identity_registry.yaml"))
-    >>> import numpy as np
-    >>> root = make_node(c, planner.admit(c), np.full(5, -1), c.prior.copy(), np.zeros(4))
-    >>> plan = cheapest_prerequisite_plan(build_graph(c), "approval_registry", root)
+    >>> c = planner.compile_domain(planner.load_domain("identity_registry"))
+    >>> root = root_node(c, planner.admit(c))
+    >>> plan = cheapest_prerequisite_plan(precondition_graph(c), "approval_registry", root)
     >>> plan.text, round(plan.success, 3), round(plan.penalty, 3), plan.cost
     ('identity_resolution=resolved -> approval_registry', 0.9, 0.108, (2.0, 140.0, 190.0, 0.1))
     """
@@ -553,14 +384,14 @@ def prerequisite_depth(graph, observation) -> int | None:
     Parameters
     ----------
     graph : networkx.DiGraph
-        :func:`build_graph` of the domain.
+        :func:`planner.andor.build_graph` of the domain.
     observation : str or int
         By name or file-order index.
 
     Examples
     --------
     >>> import planner
-    >>> g = build_graph(planner.load_domain(planner.DOMAINS / "identity_registry.yaml"))
+    >>> g = planner.andor.build_graph(planner.load_domain("identity_registry"))
     >>> prerequisite_depth(g, "approval_registry"), prerequisite_depth(g, "identity_resolution")
     (1, 0)
     """
@@ -572,8 +403,8 @@ def prerequisite_depth(graph, observation) -> int | None:
     return min(len(p) for p in plans)
 
 
-def availability_warnings(domain, entitlements=(), *, purpose=None, decision_time=None) -> list[str]:
-    """Admitted observations that can never become available for this subject.
+def availability_warnings(domain, caller=None) -> list[str]:
+    """Admitted observations that can never become available for this caller.
 
     From the root (prior belief, nothing seen, nothing spent), an admitted
     observation with an unmet precondition gets a warning when no prerequisite
@@ -585,12 +416,9 @@ def availability_warnings(domain, entitlements=(), *, purpose=None, decision_tim
     Parameters
     ----------
     domain : Domain or CompiledDomain
-    entitlements : iterable of str
-        The subject's entitlements.
-    purpose : str, optional
-        Defaults to the domain's.
-    decision_time : datetime, optional
-        For records that give ``as_of`` (default: now).
+    caller : planner.caller.Caller, optional
+        The subject's entitlements, the purpose, the decision time (default:
+        now, for records that give ``as_of``) and limit overrides.
 
     Returns
     -------
@@ -600,7 +428,7 @@ def availability_warnings(domain, entitlements=(), *, purpose=None, decision_tim
     Examples
     --------
     >>> import planner
-    >>> d = planner.load_domain(planner.DOMAINS / "identity_registry.yaml")
+    >>> d = planner.load_domain("identity_registry")
     >>> availability_warnings(d)
     []
     >>> obs = dict(d.raw["observations"])
@@ -610,21 +438,12 @@ def availability_warnings(domain, entitlements=(), *, purpose=None, decision_tim
     ...     print(w)
     approval_registry can never become available: its precondition needs identity_resolution, which is \
 rejected: permission denied
-    >>> availability_warnings(locked, entitlements=["identity.read"])
+    >>> availability_warnings(locked, planner.Caller(entitlements=["identity.read"]))
     []
     """
-    from planner.admission import admit
-    from planner.compile import compile_domain
-    from planner.node import make_node
-
-    compiled = domain if hasattr(domain, "facts") else compile_domain(_as_domain(domain))
-    if decision_time is None and any(o.as_of is not None for o in compiled.domain.observations):
-        decision_time = _dt.datetime.now(_dt.timezone.utc)
-    admission = admit(compiled, entitlements=entitlements, purpose=purpose, decision_time=decision_time)
-    O = len(compiled.obs_names)
-    root = make_node(compiled, admission, np.full(O, -1, dtype=np.int64), np.array(compiled.prior),
-                     np.zeros(len(compiled.dims)))
-    graph = build_graph(compiled)
+    compiled, admission = prepare(domain, caller)
+    root = root_node(compiled, admission)
+    graph = precondition_graph(compiled)
     out = []
     for o, name in enumerate(compiled.obs_names):
         if not admission.admitted[o] or root.available[o]:
@@ -633,146 +452,3 @@ rejected: permission denied
         if plan is None:
             out.append(f"{name} can never become available: {reason}")
     return out
-
-
-# --------------------------------------------------------------------------
-# export
-
-
-_MERMAID_SHAPES = {"observation": ('["', '"]'), "fact": ('("', '")'), "and": ('{"', '"}'), "or": ('{"', '"}')}
-_DOT_SHAPES = {"observation": "box", "fact": "ellipse", "and": "diamond", "or": "diamond"}
-
-
-def _ids(graph) -> dict:
-    return {key: f"n{i}" for i, key in enumerate(graph.nodes)}
-
-
-def _escape_mermaid(text: str) -> str:
-    return text.replace('"', "#quot;")
-
-
-def to_mermaid(graph) -> str:
-    """Mermaid flowchart text (top-down; one line per node, then one per edge).
-
-    Observations are rectangles, facts rounded, AND/OR diamonds; an edge
-    reads "needs" (from what is wanted to what provides it).
-
-    >>> import planner
-    >>> print(to_mermaid(build_graph(planner.load_domain(planner.DOMAINS / "identity_registry.yaml"))))
-    ... # doctest: +ELLIPSIS
-    flowchart TD
-      n0["identity_resolution"]
-      n1["approval_registry"]
-      ...
-      n1 --> n5
-      n5 --> n0
-    """
-    ids = _ids(graph)
-    lines = ["flowchart TD"]
-    for key, data in graph.nodes(data=True):
-        left, right = _MERMAID_SHAPES[data["kind"]]
-        lines.append(f"  {ids[key]}{left}{_escape_mermaid(data['label'])}{right}")
-    for u, v in graph.edges:
-        lines.append(f"  {ids[u]} --> {ids[v]}")
-    return "\n".join(lines)
-
-
-def _escape_dot(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def to_dot(graph) -> str:
-    """Graphviz DOT text.
-
-    >>> import planner
-    >>> text = to_dot(build_graph(planner.load_domain(planner.DOMAINS / "identity_registry.yaml")))
-    >>> text.splitlines()[0], text.count("->")
-    ('digraph "identity_registry" {', 2)
-    """
-    ids = _ids(graph)
-    lines = [f'digraph "{_escape_dot(str(graph.graph.get("domain", "domain")))}" {{', "  rankdir=TB;"]
-    for key, data in graph.nodes(data=True):
-        lines.append(f'  {ids[key]} [label="{_escape_dot(data["label"])}", shape={_DOT_SHAPES[data["kind"]]}];')
-    for u, v in graph.edges:
-        lines.append(f"  {ids[u]} -> {ids[v]};")
-    lines.append("}")
-    return "\n".join(lines)
-
-
-def _layers(graph) -> dict:
-    """Layer of each node for drawing: longest path from a source (cycles: BFS depth)."""
-    if nx.is_directed_acyclic_graph(graph):
-        layer = {}
-        for key in nx.topological_sort(graph):
-            preds = list(graph.predecessors(key))
-            layer[key] = 1 + max(layer[p] for p in preds) if preds else 0
-        return layer
-    layer = {}
-    for key in graph.nodes:
-        if key not in layer:
-            for k, d in nx.single_source_shortest_path_length(graph, key).items():
-                layer.setdefault(k, d)
-    return layer
-
-
-def draw_png(graph, path) -> None:
-    """Draw `graph` to a PNG file with matplotlib (the optional ``bench`` extra).
-
-    Raises
-    ------
-    planner.errors.PlannerError
-        When matplotlib is not installed.
-    """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise PlannerError("--format png needs matplotlib: pip install 'evidence-planner[bench]'") from None
-    layer = _layers(graph)
-    for key, d in layer.items():
-        graph.nodes[key]["_layer"] = d
-    pos = nx.multipartite_layout(graph, subset_key="_layer", align="horizontal")
-    pos = {k: (x, -y) for k, (x, y) in pos.items()}
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(graph)), 2 + 1.5 * (max(layer.values(), default=0) + 1)))
-    colors = {"observation": "#cfe2ff", "fact": "#e2f0d9", "and": "#fde2c8", "or": "#fff2b3"}
-    nx.draw_networkx(graph, pos, ax=ax, labels={k: d["label"] for k, d in graph.nodes(data=True)},
-                     node_color=[colors[d["kind"]] for _, d in graph.nodes(data=True)], node_size=2200,
-                     font_size=7, arrows=True)
-    ax.set_axis_off()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    for key in layer:
-        del graph.nodes[key]["_layer"]
-
-
-def cmd_graph(args) -> int:
-    """``planner graph DOMAIN --format mermaid|dot|png [--output FILE]``."""
-    from planner.loader import load_domain
-
-    graph = build_graph(load_domain(args.domain))
-    if args.format == "png":
-        if not args.output:
-            raise PlannerError("--format png needs --output FILE")
-        draw_png(graph, args.output)
-        print(f"wrote {args.output}")
-        return 0
-    text = to_mermaid(graph) if args.format == "mermaid" else to_dot(graph)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
-    return 0
-
-
-def register_cli(subparsers) -> None:
-    """Add ``planner graph`` to the CLI."""
-    p = subparsers.add_parser("graph", help="export the precondition AND/OR graph (mermaid, dot, png)")
-    p.add_argument("domain", help="domain file (YAML or JSON)")
-    p.add_argument("--format", choices=("mermaid", "dot", "png"), default="mermaid")
-    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (required for png)")
-    p.set_defaults(func=cmd_graph)
-

@@ -1,0 +1,131 @@
+"""``planner validate``, ``planner check`` and ``planner graph``: domain files themselves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from planner.andor import build_graph
+from planner.caller import Caller
+from planner.check import parse_checks, run_check
+from planner.compile import compile_domain
+from planner.domain import DOMAINS, load_domain
+from planner.errors import DomainError, PlannerError
+from planner.export import draw_png, to_dot, to_mermaid
+from planner.prerequisites import availability_warnings
+
+__all__ = ["register", "check_paths"]
+
+_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def cmd_validate(args) -> int:
+    status = 0
+    for path in args.domains:
+        try:
+            d = load_domain(path)
+            c = compile_domain(d)
+        except DomainError as e:
+            print(f"{path}: {e}")
+            status = 2
+            continue
+        print(f"ok {path}: {len(c.prop_names)} propositions, {c.n_states} joint states, "
+              f"{len(c.action_names)} actions, {len(c.obs_names)} observations")
+        for w in availability_warnings(d, Caller(entitlements=args.entitlement)):
+            print(f"  warning: {w}")
+    return status
+
+
+def _expand(paths) -> list:
+    out = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            found = sorted(q for q in p.iterdir() if q.is_file() and q.suffix.lower() in _SUFFIXES)
+            if not found:
+                raise PlannerError(f"{p}: no domain files (*.yaml, *.yml, *.json) in this folder")
+            out.extend(found)
+        else:
+            out.append(p)
+    return out
+
+
+def check_paths(paths, *, verbose: bool = False, out=print) -> int:
+    """Run the checks of every domain file in `paths` (a folder: its *.yaml/*.yml/*.json).
+
+    Prints one line per check (and one per unreadable file or malformed check).
+
+    Returns
+    -------
+    int
+        0 when every check passes, 1 when a check fails, 2 on bad input (a
+        file that does not load, a malformed check).
+    """
+    bad = failed = passed = 0
+    for path in _expand(paths):
+        try:
+            domain = load_domain(path)
+            checks = parse_checks(domain)
+        except PlannerError as e:
+            out(f"{path}: {e}")
+            bad += 1
+            continue
+        for chk in checks:
+            try:
+                result = run_check(domain, chk)
+            except PlannerError as e:  # a check the session refuses to start (e.g. bad limits)
+                out(f"{path}: checks[{chk.index}]: {e}")
+                bad += 1
+                continue
+            out(result.line(prefix=f"{path}::"))
+            if verbose and result.status == "fail":
+                for f in result.failures:
+                    out(f"    {f}")
+            passed += result.status == "pass"
+            failed += result.status == "fail"
+    total = passed + failed
+    out(f"{total} check{'s' if total != 1 else ''}: {passed} passed, {failed} failed"
+        + (f"; {bad} bad input{'s' if bad != 1 else ''}" if bad else ""))
+    if bad:
+        return 2
+    return 1 if failed else 0
+
+
+def cmd_check(args) -> int:
+    return check_paths(args.paths or [DOMAINS], verbose=args.verbose)
+
+
+def cmd_graph(args) -> int:
+    graph = build_graph(load_domain(args.domain))
+    if args.format == "png":
+        if not args.output:
+            raise PlannerError("--format png needs --output FILE")
+        draw_png(graph, args.output)
+        print(f"wrote {args.output}")
+        return 0
+    text = to_mermaid(graph) if args.format == "mermaid" else to_dot(graph)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("validate", help="validate domain files")
+    p.add_argument("domains", nargs="+", metavar="DOMAIN", help="domain files (YAML or JSON) or shipped names")
+    p.add_argument("--entitlement", action="append", default=[], metavar="E",
+                   help="an entitlement the subject holds, for the availability warnings (repeatable)")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("check", help="run the scripted checks of domain files (folders: every file in them)")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="domain files or folders (default: the shipped domains)")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every failure of a failed check")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("graph", help="export the precondition AND/OR graph (mermaid, dot, png)")
+    p.add_argument("domain", help="a domain file (YAML or JSON), or the name of a shipped domain")
+    p.add_argument("--format", choices=("mermaid", "dot", "png"), default="mermaid")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (required for png)")
+    p.set_defaults(func=cmd_graph)

@@ -1,0 +1,38 @@
+"""``planner evaluate``: exact expected total loss and acquisition harm of policies."""
+
+from __future__ import annotations
+
+import json
+
+from planner.cli.common import add_caller_args, add_policy_arg, caller_from_args, policy_from_args
+from planner.cli.format import format_evaluations, format_harms
+from planner.domain import load_domain
+from planner.evaluate import evaluate_policy
+from planner.harm import acquisition_harm
+from planner.policies import DEFAULT_POLICY
+
+__all__ = ["register"]
+
+
+def cmd_evaluate(args) -> int:
+    domain = load_domain(args.domain)
+    caller = caller_from_args(args)
+    policies = [policy_from_args(s, args) for s in (args.policy or [DEFAULT_POLICY])]  # bad specs fail first
+    evals = [evaluate_policy(domain, p, caller) for p in policies]
+    harms = [acquisition_harm(domain, p, caller) for p in policies]
+    if args.json:
+        print(json.dumps([dict(e.to_json(), acquisition_harm=h.harm, acquisition_fixed=h.fixed)
+                          for e, h in zip(evals, harms)], indent=2))
+    else:
+        print(format_evaluations(evals))
+        print(format_harms(harms))
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("evaluate", help="exact expected total loss of one or more policies")
+    p.add_argument("domain", help="a domain file (YAML or JSON), or the name of a shipped domain")
+    add_policy_arg(p, repeatable=True)
+    add_caller_args(p)
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=cmd_evaluate)

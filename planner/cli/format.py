@@ -1,0 +1,164 @@
+"""Text for people: traces, candidate tables, evaluation tables (the edge that renders data).
+
+Everything here formats what the library returns (receipts, evaluations);
+nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+from planner.policies import policy_class
+
+__all__ = ["format_trace", "format_table", "format_evaluations", "format_harms", "value_label", "num"]
+
+
+def num(x) -> str:
+    """Three decimals, ``-`` for None, and never ``-0.000``.
+
+    >>> num(1.0849999), num(-1e-15), num(None)
+    ('1.085', '0.000', '-')
+    """
+    if x is None:
+        return "-"
+    if abs(x) < 5e-13:
+        x = 0.0
+    return f"{x:.3f}"
+
+
+def belief_text(belief: dict) -> str:
+    parts = []
+    for prop, dist in belief.items():
+        parts.append(prop + " " + " ".join(f"{v} {p:.3f}" for v, p in dist.items()))
+    return "; ".join(parts)
+
+
+def value_label(spec: str) -> str:
+    """The heading of a policy's value column (``EVSI`` for the one-step rule).
+
+    >>> value_label("one-step"), value_label("lookahead:2")
+    ('EVSI', 'value')
+    """
+    try:
+        return policy_class(spec).value_label
+    except Exception:  # noqa: BLE001 - a receipt of an unknown policy still prints
+        return "value"
+
+
+def format_table(candidates: list, *, value_label: str = "EVSI", indent: str = "  ") -> str:
+    """Render a candidate table (receipt rows) as aligned text."""
+    if not candidates:
+        return indent + "(no candidate table: recorded without asking the policy)"
+    width = max(len(c["observation"]) for c in candidates)
+    lines = []
+    for c in candidates:
+        name = c["observation"].ljust(width)
+        if c["status"] == "rejected":
+            lines.append(f"{indent}{name}  rejected: {c['reason']}")
+        elif c["status"] == "taken":
+            lines.append(f"{indent}{name}  taken")
+        elif c.get("value") is None:
+            extra = f"  rank {c['rank']}" if "rank" in c else ""
+            lines.append(f"{indent}{name}  admitted  cost {num(c.get('penalty'))}{extra}")
+        else:
+            q = f"Q_{c['depth']} {num(c['q'])}  " if "q" in c else ""
+            lines.append(f"{indent}{name}  {q}{value_label} {num(c['value']):>6}  cost {num(c['penalty']):>6}"
+                         f"  net {num(c['net']):>6}")
+    return "\n".join(lines)
+
+
+def format_trace(receipt: dict) -> str:
+    """The readable trace of a receipt (what ``planner run`` prints)."""
+    spec = receipt["policy"]["spec"]
+    label = value_label(spec)
+    out = [f"domain {receipt['domain']['name']} ({receipt['domain']['content_hash'][:19]})  "
+           f"purpose {receipt['purpose']}  policy {spec}"]
+    if receipt.get("entitlements"):
+        out.append("entitlements: " + ", ".join(receipt["entitlements"]))
+    if "world" in receipt:
+        seed = f"  (seed {receipt['seed']})" if "seed" in receipt else ""
+        out.append("hidden world: " + ", ".join(f"{k}={v}" for k, v in receipt["world"].items()) + seed)
+    for entry in receipt["steps"]:
+        b = entry["before"]
+        out.append("")
+        out.append(f"step {entry['step']}  belief: {belief_text(b['belief'])}")
+        out.append(f"  current decision: {b['action'].upper()}  expected loss {num(b['expected_loss'])}")
+        out.append(format_table(entry["candidates"], value_label=label, indent="    "))
+        info = entry.get("policy_info") or {}
+        if "target" in info:
+            out.append(f"  working toward {info['target']}")
+        if "plan_text" in info:
+            out.append("  plan: " + info["plan_text"])
+        note = "" if entry["chosen"] in (None, entry["acquired"]) else f" (policy chose {entry['chosen']})"
+        out.append(f"  -> acquire {entry['acquired']}{note}: observed {entry['outcome']}")
+        a = entry["after"]
+        est = a["facts"]["established"]
+        out.append(f"  belief: {belief_text(a['belief'])}"
+                   + (f"; established {', '.join(f'{k}={v}' for k, v in est.items())}" if est else ""))
+    final = receipt.get("final")
+    if final is not None:
+        out.append("")
+        out.append(f"stop: {final['action'].upper()}  expected loss {num(final['expected_loss'])}"
+                   f"  reason {final['stop_reason']}"
+                   + (f" ({final['budget_dimension']})" if final.get("budget_dimension") else ""))
+        out.append(format_table(final["candidates"], value_label=label, indent="    "))
+        if "plan_text" in (final.get("policy_info") or {}):
+            out.append("  plan: " + final["policy_info"]["plan_text"])
+        for c in final["contradictions"]:
+            claims = "; ".join(f"{v} by {', '.join(s)}" for v, s in c["claims"].items())
+            out.append(f"  contradiction: {c['proposition']}: {claims}")
+        if final["unknown_outcomes"]:
+            out.append("  unknown (tool unavailable): " + ", ".join(final["unknown_outcomes"]))
+        if final["unresolved"]:
+            out.append("  unresolved: " + belief_text(final["unresolved"]))
+        spent = final["budget"]["spent"]
+        out.append("  spent: " + ", ".join(f"{d} {v:g}" for d, v in spent.items()))
+    return "\n".join(out)
+
+
+def _dist(pairs, fmt=str) -> str:
+    return ", ".join(f"{fmt(k)} {p:.3f}" for k, p in pairs if p > 0)
+
+
+def format_evaluations(evals) -> str:
+    """A comparison table of :class:`~planner.evaluate.PolicyEvaluation` results, then their distributions.
+
+    >>> import planner
+    >>> from planner.evaluate import evaluate_policy
+    >>> d = planner.load_domain("identity_registry")
+    >>> print(format_evaluations([evaluate_policy(d, "one-step")]))  # doctest: +NORMALIZE_WHITESPACE
+    domain identity_registry
+    policy    total loss  decision loss  penalty  leaves  first
+    one-step       4.850          4.850    0.000       1  (stop)
+      one-step: stop reasons no_positive_value 1.000; actions hold 1.000; calls spent 0 1.000
+    """
+    evals = list(evals)
+    if not evals:
+        return ""
+    header = ("policy", "total loss", "decision loss", "penalty", "leaves", "first")
+    rows = [(e.policy, num(e.expected_total_loss), num(e.expected_decision_loss), num(e.expected_penalty),
+             str(e.n_leaves), e.first or "(stop)") for e in evals]
+    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
+
+    def line(r):
+        cells = [r[0].ljust(widths[0])] + [r[i].rjust(widths[i]) for i in range(1, 5)] + [r[5]]
+        return "  ".join(cells).rstrip()
+
+    out = [f"domain {evals[0].domain}", line(header)] + [line(r) for r in rows]
+    for e in evals:
+        out.append(f"  {e.policy}: stop reasons {_dist(e.stop_reasons)}; actions {_dist(e.actions)}; "
+                   f"calls spent {_dist(e.calls, lambda k: f'{k:g}')}")
+    return "\n".join(out)
+
+
+def format_harms(harms) -> str:
+    """One line per policy, as ``planner evaluate`` prints them under its table.
+
+    >>> import planner
+    >>> from planner.harm import acquisition_harm
+    >>> d = planner.load_domain("payment_release")
+    >>> print(format_harms([acquisition_harm(d, "one-step")]))  # doctest: +NORMALIZE_WHITESPACE
+      one-step: acquisition harm 0.0045 (right on the prior -> wrong), fixed 0.5445 (wrong -> right);
+      prior's action hold
+    """
+    return "\n".join(f"  {h.policy}: acquisition harm {h.harm:.4f} (right on the prior -> wrong), "
+                     f"fixed {h.fixed:.4f} (wrong -> right); prior's action {h.no_retrieval_action}"
+                     for h in harms)

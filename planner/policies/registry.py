@@ -1,0 +1,105 @@
+"""The registry of policies: the one list that the spec parser, the help text and the study read.
+
+Adding a policy is one file (a :class:`~planner.policies.base.Policy`
+subclass with its class attributes: name, arg, summary, study, ...) and one
+line in :data:`POLICIES` below. The order of :data:`POLICIES` is the order of
+help texts and of the depth study's tables.
+"""
+
+from __future__ import annotations
+
+from planner.errors import PolicyError
+from planner.policies.base import Policy
+from planner.policies.baselines import NoRetrieval, StaticTopK
+from planner.policies.confidence import ConfidenceGate
+from planner.policies.dependency import DependencyRule
+from planner.policies.lookahead import Lookahead
+from planner.policies.onestep import OneStepEVSI
+from planner.policies.postfilter import PostFilteredTopK
+
+__all__ = ["POLICIES", "DEFAULT_POLICY", "parse_policy", "policy_class", "policy_forms", "policy_help",
+           "study_specs"]
+
+#: Every policy, in help and study order.
+POLICIES = (
+    NoRetrieval,
+    StaticTopK,
+    ConfidenceGate,
+    OneStepEVSI,
+    DependencyRule,
+    Lookahead,
+    PostFilteredTopK,
+)
+
+#: The spec a session uses when none is given.
+DEFAULT_POLICY = "one-step"
+
+_BY_NAME = {cls.name: cls for cls in POLICIES}
+
+
+def policy_forms() -> list:
+    """Every spec form, for messages (``["none", "top-k:K", ...]``)."""
+    return [form for cls in POLICIES for form in cls.spec_forms()]
+
+
+def policy_class(spec: str):
+    """The class a spec names (PolicyError when none does).
+
+    >>> policy_class("top-k:3").__name__
+    'StaticTopK'
+    """
+    name, _, _ = spec.partition(":")
+    cls = _BY_NAME.get(name)
+    if cls is None:
+        raise PolicyError(f"unknown policy '{spec}' (known: {', '.join(policy_forms())})")
+    return cls
+
+
+def parse_policy(spec: str) -> Policy:
+    """Build a policy from its spec string.
+
+    >>> parse_policy("top-k:2").spec
+    'top-k:2'
+    >>> parse_policy("one-step").spec
+    'one-step'
+    >>> parse_policy("one-step:2")
+    Traceback (most recent call last):
+    ...
+    planner.errors.PolicyError: policy 'one-step:2': takes no argument after ':'
+    >>> parse_policy("magic")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.errors.PolicyError: unknown policy 'magic' (known: none, top-k:K, confidence:T, one-step, ...)
+    """
+    if not isinstance(spec, str):
+        raise PolicyError(f"a policy spec is a string, got {type(spec).__name__}")
+    cls = policy_class(spec)
+    _, sep, arg = spec.partition(":")
+    if cls.arg is None:
+        if sep:
+            raise PolicyError(f"policy '{spec}': takes no argument after ':'")
+        return cls.from_arg(None, spec)
+    return cls.from_arg(arg if sep else None, spec)
+
+
+def policy_help(default: str = DEFAULT_POLICY) -> str:
+    """One paragraph for ``--policy`` help: every form with its summary.
+
+    >>> policy_help().split("; ")[0]
+    'none: decide on the prior: acquire nothing'
+    """
+    parts = []
+    for cls in POLICIES:
+        forms = ", ".join(cls.spec_forms())
+        mark = " (default)" if default in cls.spec_forms() or default == cls.name else ""
+        parts.append(f"{forms}{mark}: {cls.summary}")
+    return "; ".join(parts)
+
+
+def study_specs() -> tuple:
+    """The specs the depth study compares, in table order (``optimal`` is the study's own).
+
+    >>> study_specs()[:4]
+    ('none', 'top-k:1', 'top-k:3', 'confidence:0.9')
+    """
+    return tuple(spec for cls in POLICIES for spec in cls.study)

@@ -1,0 +1,87 @@
+"""The depth-comparison study, run end to end: sweep, tables, plots, report (``planner bench depth``).
+
+The study's parts are in :mod:`planner.study`; this module runs the sweep and
+writes the outputs: ``depth.csv`` (one row per case x policy), ``peer.csv``
+(POUCT, when pomdp_py is installed and the run is not quick), ``cases.csv``
+(seconds per case), PNG plots (when matplotlib is installed) and
+``report.md``, whose first lines are the exact command that produced it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import time
+from pathlib import Path
+
+from planner.errors import PlannerError
+from planner.study import peer as peer_mod
+from planner.study.report import DEFAULT_LATENCY_WEIGHT, PEER_NOT_RUN, make_plots, render_report, write_csv
+from planner.study.runner import SweepConfig, build_cases, default_workers, run_sweep
+
+__all__ = ["run_depth_study", "DEFAULT_OUT", "DEFAULT_OUT_QUICK"]
+
+DEFAULT_OUT = "bench/results/depth"
+DEFAULT_OUT_QUICK = "bench/results/depth-quick"
+
+
+def run_depth_study(*, quick: bool = False, out=None, workers: int | None = None, scheduler: str | None = None,
+                    latency_weight: float | None = None, peer: bool = True, plots: bool = True,
+                    progress: bool = True, command: str | None = None) -> dict:
+    """Run the study and write its outputs; return ``{"out", "rows", "peer_rows", "seconds", "files", "notes"}``.
+
+    Parameters mirror ``planner bench depth``. `command` is the line the
+    report names as the one that made it (the CLI passes its own).
+    """
+    w = DEFAULT_LATENCY_WEIGHT if latency_weight is None else float(latency_weight)
+    if not w >= 0:
+        raise PlannerError(f"the latency weight must be >= 0, got {latency_weight}")
+    out = Path(out if out is not None else (DEFAULT_OUT_QUICK if quick else DEFAULT_OUT))
+    if workers is None:
+        workers = 1 if quick else default_workers()
+    if workers < 1:
+        raise PlannerError(f"workers must be >= 1, got {workers}")
+    config = SweepConfig.quick() if quick else SweepConfig.full()
+    notes = []  # for the caller to show (the CLI prints them on stderr)
+    peer_ok = peer and not quick and peer_mod.available()
+    if peer and not quick and not peer_mod.available():
+        peer_note = "POUCT peer skipped: pomdp_py is not installed (pip install 'evidence-planner[compare]')."
+        notes.append(peer_note)
+    elif quick or not peer:
+        peer_note = "POUCT peer not run (a quick run, or the peer switched off)."
+    else:
+        peer_note = ""
+    cases = build_cases(config, peer=peer_ok)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    rows, peer_rows, seconds = run_sweep(cases, workers=workers, scheduler=scheduler, progress=progress)
+    wall = time.perf_counter() - t0
+    files = []
+    write_csv(rows, out / "depth.csv")
+    files.append("depth.csv")
+    if peer_rows:
+        write_csv(peer_rows, out / "peer.csv")
+        files.append("peer.csv")
+    write_csv([{"key": k, "seconds": v} for k, v in sorted(seconds.items())], out / "cases.csv")
+    files.append("cases.csv")
+    plot_files, plot_note = (make_plots(rows, out, latency_weight=w) if plots
+                             else ([], "Plots not drawn (switched off)."))
+    if plot_note:
+        notes.append(plot_note)
+    files += plot_files
+    if command is None:
+        command = (f"run_depth_study(quick={quick}, out={str(out)!r}, workers={workers}, scheduler={scheduler!r}, "
+                   f"latency_weight={latency_weight!r}, peer={peer}, plots={plots})")
+    meta = {
+        "wall time": f"{wall:.0f} s",
+        "workers": workers if scheduler is None else f"dask {scheduler}",
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "date": _dt.date.today().isoformat(),
+    }
+    text = render_report(rows, peer_rows, command=command, meta=meta, peer_note=peer_note or PEER_NOT_RUN,
+                         plots=plot_files, plot_note=plot_note, latency_weight=w)
+    (out / "report.md").write_text(text, encoding="utf-8")
+    files.append("report.md")
+    return {"out": out, "rows": rows, "peer_rows": peer_rows, "seconds": wall, "files": files, "notes": notes}
