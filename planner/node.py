@@ -133,10 +133,16 @@ class Node:
 
         The belief is the Bayes update b_y(s) ∝ b(s) P(y | s, o), the spend
         grows by o's cost, and facts, permitted actions and gates are derived
-        afresh from the new set of pairs. Raises :class:`ValueError` when `o`
-        is already taken or when `y` has probability 0 under the belief (the
-        update is undefined there; callers check eligibility and probability
-        first, and say why in their own terms).
+        afresh from the new set of pairs.
+
+        An *unplanned* ``unavailable`` (the tool failed although the model
+        gives failure probability 0 here) leaves the belief unchanged: a
+        failure independent of the world carries no information about it. It
+        still costs what the call cost and establishes nothing. Raises
+        :class:`ValueError` when `o` is already taken or when a declared
+        outcome `y` has probability 0 under the belief (the update is
+        undefined there; callers check eligibility and probability first, and
+        say why in their own terms).
 
         Examples
         --------
@@ -152,14 +158,20 @@ class Node:
         post = np.empty_like(self.belief)
         z = posterior(self.belief, c.lik[o, y], post)
         if z <= 0.0:
-            raise ValueError(f"{c.obs_names[o]}: outcome '{c.outcome_names[o][y]}' has probability 0 "
-                             "under the current belief")
+            if y != self.unavailable_slot(o):
+                raise ValueError(f"{c.obs_names[o]}: outcome '{c.outcome_names[o][y]}' has probability 0 "
+                                 "under the current belief")
+            post = self.belief.copy()  # unplanned failure: no information about the world
         outcome_of = self.outcome_of.copy()
         outcome_of[o] = y
         return _derive(c, self.admission, outcome_of, post, self.spent + c.cost[o])
 
     # ------------------------------------------------------------------
     # reading the node
+
+    def unavailable_slot(self, o: int) -> int:
+        """The outcome index of ``unavailable`` for observation `o` (its last slot)."""
+        return int(self.compiled.n_outcomes[o]) - 1
 
     def gate_candidates(self) -> list:
         """Rows for rejected and taken observations; None where admitted (to be scored)."""

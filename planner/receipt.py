@@ -86,6 +86,10 @@ def build_receipt(session, *, world=None, seed=None, source=None) -> dict:
             "outcome": rec.outcome,
             "after": _node_summary(rec.after),
         }
+        if rec.unplanned:
+            entry["unplanned"] = True
+        if rec.note:
+            entry["tool_note"] = rec.note
         if rec.asked.info:
             entry["policy_info"] = _jsonable(rec.asked.info)
         steps.append(entry)

@@ -77,6 +77,14 @@ def replay(receipt: dict, domain) -> tuple[bool, str]:
     final = receipt.get("final")
     if final is None:
         return True, f"match: {len(receipt['steps'])} steps, session not stopped"
+    if final["stop_reason"] == "interrupted":
+        # the run was interrupted, not stopped by the policy: check the action the session stood at
+        node = session.node
+        action = session.compiled.action_names[node.action]
+        if action != final["action"] or not _close(node.risk, final["expected_loss"]):
+            return False, f"final: interrupted at {action} ({node.risk!r}), receipt says {final['action']}"
+        n = len(receipt["steps"])
+        return True, f"match: {n} step{'s' if n != 1 else ''}, interrupted at {action}"
     got = session.next()
     if not isinstance(got, Stop):
         return False, f"final: the policy acquires {got.observation}, receipt stops"

@@ -12,7 +12,8 @@
 
 from __future__ import annotations
 
-import concurrent.futures
+import queue
+import threading
 from typing import Callable, Mapping
 
 import attrs
@@ -44,7 +45,9 @@ class StopReason:
     - ``no_admissible_observation``: nothing is left that passes the gates;
     - ``policy_limit``: the policy's own fixed rule ended acquisition (no
       retrieval; top-k used its k), whatever value was left. A baseline needs
-      an honest label that is none of the above.
+      an honest label that is none of the above;
+    - ``interrupted``: :meth:`Session.run` was interrupted (``KeyboardInterrupt``
+      in a tool): the action is the best permitted one on what was seen so far.
     """
 
     EVIDENCE_COMPLETE = "evidence_complete"
@@ -53,10 +56,12 @@ class StopReason:
     ESCALATED = "escalated"
     NO_ADMISSIBLE_OBSERVATION = "no_admissible_observation"
     POLICY_LIMIT = "policy_limit"
+    INTERRUPTED = "interrupted"
 
 
 STOP_REASONS = (StopReason.EVIDENCE_COMPLETE, StopReason.NO_POSITIVE_VALUE, StopReason.BUDGET_EXHAUSTED,
-                StopReason.ESCALATED, StopReason.NO_ADMISSIBLE_OBSERVATION, StopReason.POLICY_LIMIT)
+                StopReason.ESCALATED, StopReason.NO_ADMISSIBLE_OBSERVATION, StopReason.POLICY_LIMIT,
+                StopReason.INTERRUPTED)
 
 
 @attrs.frozen(kw_only=True)
@@ -98,6 +103,12 @@ class Step:
         The policy's choice (None: recorded without asking the policy).
     acquired, outcome : str
         What was acquired and what it returned.
+    unplanned : bool
+        The outcome is an ``unavailable`` the model gave probability 0 (the
+        belief is unchanged; the call is charged).
+    note : str or None
+        What went wrong with the tool, when it failed (an exception, a
+        timeout, an answer that is not a declared outcome).
     """
 
     before: Node
@@ -106,6 +117,8 @@ class Step:
     chosen: str | None
     acquired: str
     outcome: str
+    unplanned: bool = False
+    note: str | None = None
 
 
 def stop_at(node: Node, decision: Decision) -> Stop:
@@ -211,12 +224,16 @@ class Session:
         self.stop = stop_at(node, decision)
         return self.stop
 
-    def record(self, name: str, outcome: str) -> None:
+    def record(self, name: str, outcome: str, *, note: str | None = None) -> None:
         """Record that observation `name` returned `outcome` (or ``unavailable``).
 
         The observation must be eligible now (admitted, available, affordable,
         not taken) and the outcome one it declares; otherwise a
         :class:`~planner.errors.SessionError` is raised and nothing changes.
+        ``unavailable`` is always accepted: any tool can fail at run time, and
+        a failure the model gives probability 0 is recorded as *unplanned*
+        (charged, establishing nothing, belief unchanged). `note` says what
+        went wrong with the tool (kept in the receipt).
         """
         if self.stop is not None:
             raise SessionError(f"the session has stopped ({self.stop.reason}); nothing more can be recorded")
@@ -240,21 +257,36 @@ class Session:
         if not node.eligible[o]:
             why = node.reasons[o][0].text() if node.reasons[o] else "already acquired"
             raise SessionError(f"{name} cannot be acquired now: {why}")
-        if node.outcome_probs(o)[y] <= 0.0:
+        unplanned = node.outcome_probs(o)[y] <= 0.0
+        if unplanned and y != node.unavailable_slot(o):
             raise SessionError(f"{name}: outcome '{outcome}' has probability 0 under the current belief "
                                "(the domain's likelihoods rule it out)")
         after = node.child(o, y)
         self.node = after
         self._pending = None
-        self.steps.append(Step(before=node, after=after, asked=asked, chosen=chosen, acquired=name, outcome=outcome))
+        self.steps.append(Step(before=node, after=after, asked=asked, chosen=chosen, acquired=name, outcome=outcome,
+                               unplanned=bool(unplanned), note=note))
 
     def run(self, tools: Mapping[str, Callable[[], str]], *, timeout: float | None = None,
             max_steps: int = 10_000) -> Stop:
         """Run to the stop, calling ``tools[name]()`` for each acquisition.
 
-        A tool that raises, or takes longer than `timeout` seconds, yields
-        ``unavailable``: it costs what it cost and establishes nothing. A tool
-        returning something that is not a declared outcome is an error.
+        Any tool can fail; the session never does because of it. A tool that
+        raises, takes longer than `timeout` seconds, or returns something that
+        is not one of the observation's declared outcomes yields
+        ``unavailable``: the call is charged, establishes nothing, and the
+        receipt keeps what went wrong (``note``) and whether the model allowed
+        for the failure (``unplanned``). A tool that raises ``KeyboardInterrupt``
+        (or an interrupt that arrives while it runs) ends the session: the
+        interrupted call is recorded as ``unavailable`` and charged, and the
+        stop has reason ``interrupted``, so the receipt says what happened so
+        far.
+
+        Timeouts run the tool in a daemon thread: Python cannot stop a thread,
+        so a timed-out tool keeps running in the background until it returns,
+        but it never keeps the process from exiting. (A process pool could kill
+        it, but would require tools that pickle and would pay a process start
+        per call.)
         """
         for _ in range(max_steps):
             step = self.next()
@@ -263,25 +295,61 @@ class Session:
             fn = tools.get(step.observation)
             if fn is None:
                 raise SessionError(f"no tool given for observation '{step.observation}'")
-            outcome = _call_tool(fn, timeout)
-            self.record(step.observation, outcome)
+            try:
+                outcome, note = _call_tool(fn, timeout)
+            except KeyboardInterrupt:
+                self.record(step.observation, UNAVAILABLE, note="interrupted (KeyboardInterrupt)")
+                return self._interrupt()
+            c = self.compiled
+            o = c.obs_index(step.observation)
+            if outcome not in c.outcome_names[o]:
+                note = f"the tool returned {outcome!r}, which is not a declared outcome"
+                outcome = UNAVAILABLE
+            self.record(step.observation, outcome, note=note)
         raise SessionError(f"no stop after {max_steps} steps")  # pragma: no cover - budgets end runs first
+
+    def _interrupt(self) -> Stop:
+        """Stop where the session stands (no policy asked: an empty candidate table)."""
+        node = self.node
+        self.stop = Stop(action=self.compiled.action_names[node.action], expected_loss=node.risk,
+                         reason=StopReason.INTERRUPTED, candidates=(), contradictions=tuple(node.contradicted()))
+        return self.stop
 
     def receipt(self, **extra) -> dict:
         """The decision receipt (JSON-ready dict); see :mod:`planner.receipt`."""
         return build_receipt(self, **extra)
 
 
-def _call_tool(fn, timeout):
+def _call_tool(fn, timeout) -> tuple:
+    """``(outcome, note)``: the tool's answer, or ``unavailable`` and what went wrong.
+
+    ``KeyboardInterrupt`` propagates (the session stops on it).
+    """
     if timeout is None:
         try:
-            return fn()
-        except Exception:  # noqa: BLE001 - any tool failure is an unknown outcome
-            return UNAVAILABLE
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+            return fn(), None
+        except Exception as e:  # noqa: BLE001 - any tool failure is an unknown outcome
+            return UNAVAILABLE, _failure(e)
+    answer: queue.Queue = queue.Queue(maxsize=1)
+
+    def work():
+        try:
+            answer.put(("ok", fn()))
+        except BaseException as e:  # noqa: BLE001 - reported to the caller's thread
+            answer.put(("error", e))
+
+    threading.Thread(target=work, name="planner-tool", daemon=True).start()
     try:
-        return pool.submit(fn).result(timeout=timeout)
-    except Exception:  # noqa: BLE001 - failure or timeout: unavailable
-        return UNAVAILABLE
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        kind, value = answer.get(timeout=timeout)
+    except queue.Empty:
+        return UNAVAILABLE, f"timed out after {timeout:g} s"
+    if kind == "ok":
+        return value, None
+    if isinstance(value, KeyboardInterrupt):
+        raise value
+    return UNAVAILABLE, _failure(value)
+
+
+def _failure(e: BaseException) -> str:
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"raised {type(e).__name__}" + (f": {text[:200]}" if text else "")
