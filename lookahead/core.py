@@ -14,7 +14,7 @@ function of that set.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from lookahead.jit import njit
 
 from lookahead.layout import (
     EST_SUPERSEDE,

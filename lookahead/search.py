@@ -70,7 +70,7 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from lookahead.jit import njit
 
 from lookahead.core import (
     BUDGET_TOL,
