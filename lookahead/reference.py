@@ -215,3 +215,121 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
 
     v = value([], int(depth))
     return ReferenceResult(value=v, risk=node_risk(b0, oc0, loss, facts), expected=expected, nodes=count[0])
+
+
+def evaluate_receding(belief, outcome_of, spent, admitted, depth, lik, n_outcomes, loss, facts, cost, limits,
+                      penalty) -> float:
+    """Exact expected total loss of the depth-`depth` receding-horizon policy, in pure Python (no memo).
+
+    At every node the policy takes the candidate with the lowest ``Q_d``
+    (:func:`expectimax` values) if it beats stopping by more than TIE (ties:
+    the lower penalty, then the first declared), and the expectation runs over
+    every outcome of positive probability. The speed baseline of
+    ``planner evaluate`` and the oracle its tests compare with.
+
+    >>> import planner
+    >>> n = planner.Session(planner.load_domain("payment_release")).node
+    >>> c = n.compiled
+    >>> round(evaluate_receding(n.belief, n.outcome_of, n.spent, n.admission.admitted, 2, c.lik, c.n_outcomes,
+    ...                         c.loss, c.facts, c.cost, c.limits, c.penalty), 4)
+    1.1925
+    """
+    f = _lists(facts)
+    L = np.asarray(lik).tolist()
+    C = np.asarray(cost).tolist()
+    LIM = [float(x) for x in limits]
+    PEN = [float(x) for x in penalty]
+    ny = [int(x) for x in n_outcomes]
+    adm = [bool(x) for x in admitted]
+    O, D = len(outcome_of), len(spent)
+
+    def visit(bel, oc, sp):
+        status, val = _node(oc, f)
+        mask = [adm[o] and oc[o] < 0 and _holds(f.obs_req[o], f.obs_mentions[o], val, status)
+                and all(sp[d] + C[o][d] <= LIM[d] + BUDGET_TOL for d in range(D)) for o in range(O)]
+        res = expectimax(bel, oc, sp, mask, adm, depth, lik, n_outcomes, loss, facts, cost, limits, penalty)
+        best, choice = res.risk, None
+        for o in range(O):
+            if not mask[o]:
+                continue
+            q = PEN[o] + res.expected[o]
+            if choice is None:
+                if q < best - TIE:
+                    best, choice = q, o
+            elif q < best - TIE or (q <= best + TIE and PEN[o] < PEN[choice] - TIE):
+                best, choice = q, o
+        if choice is None:
+            return res.risk
+        total = PEN[choice]
+        for y in range(ny[choice]):
+            p = sum(bel[s] * L[choice][y][s] for s in range(len(bel)))
+            if p <= 0.0:
+                continue
+            post = [bel[s] * L[choice][y][s] / p for s in range(len(bel))]
+            child = list(oc)
+            child[choice] = y
+            total += p * visit(post, child, [sp[d] + C[choice][d] for d in range(D)])
+        return total
+
+    return visit([float(x) for x in belief], [int(x) for x in outcome_of], [float(x) for x in spent])
+
+
+def optimal_value(belief, outcome_of, spent, admitted, lik, n_outcomes, loss, facts, cost, limits, penalty) -> tuple:
+    """V* (no depth limit) by plain recursion memoised on the set of pairs, in pure Python: ``(value, nodes)``.
+
+    The speed baseline of the bounded search (:mod:`lookahead.bounded`): the
+    same optimum, with no bounds and no equivalence beyond the set of pairs.
+
+    >>> import planner
+    >>> n = planner.Session(planner.load_domain("payment_release")).node
+    >>> c = n.compiled
+    >>> v, nodes = optimal_value(n.belief, n.outcome_of, n.spent, n.admission.admitted, c.lik, c.n_outcomes, c.loss,
+    ...                          c.facts, c.cost, c.limits, c.penalty)
+    >>> round(v, 4), nodes
+    (1.1925, 9)
+    """
+    f = _lists(facts)
+    b0 = [float(x) for x in belief]
+    L = np.asarray(lik).tolist()
+    LOSS = np.asarray(loss).tolist()
+    C = np.asarray(cost).tolist()
+    LIM = [float(x) for x in limits]
+    PEN = [float(x) for x in penalty]
+    ny = [int(x) for x in n_outcomes]
+    adm = [bool(x) for x in admitted]
+    O, S, D = len(outcome_of), len(b0), len(spent)
+    memo: dict = {}
+
+    def value(oc):
+        key = tuple(oc)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        pairs = [(o, y) for o, y in enumerate(oc) if y >= 0 and outcome_of[o] < 0]
+        bel = list(b0)
+        for o, y in pairs:
+            bel = [bel[s] * L[o][y][s] for s in range(S)]
+        z = sum(bel)
+        bel = [v / z for v in bel] if z > 0 else bel
+        sp = [float(spent[d]) + sum(C[o][d] for o, _ in pairs) for d in range(D)]
+        status, val = _node(oc, f)
+        permitted = [_holds(f.action_req[a], f.action_mentions[a], val, status) for a in range(len(f.action_req))]
+        best = _risk(bel, LOSS, permitted)
+        for o in range(O):
+            if not (adm[o] and oc[o] < 0 and _holds(f.obs_req[o], f.obs_mentions[o], val, status)
+                    and all(sp[d] + C[o][d] <= LIM[d] + BUDGET_TOL for d in range(D))):
+                continue
+            q = PEN[o]
+            for y in range(ny[o]):
+                p = sum(bel[s] * L[o][y][s] for s in range(S))
+                if p > 0.0:
+                    child = list(oc)
+                    child[o] = y
+                    q += p * value(child)
+            if q < best:
+                best = q
+        memo[key] = best
+        return best
+
+    v = value([int(x) for x in outcome_of])
+    return v, len(memo)

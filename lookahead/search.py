@@ -25,13 +25,27 @@ collision, see below). For a node one pair
 below the root the canonical belief is exactly :func:`lookahead.core.posterior`,
 so depth 1 reproduces :func:`lookahead.core.evsi` bit for bit.
 
-The memo is an open-addressing table (linear probing, power-of-two capacity,
-grown at load 1/2) keyed by a Zobrist hash: the XOR of a random 64-bit key per
+The memo is two open-addressing tables (linear probing, power-of-two
+capacity) keyed by a Zobrist hash: the XOR of a random 64-bit key per
 (observation, outcome) pair (:func:`zobrist_keys`, drawn with the fixed seed
-:data:`ZOBRIST_SEED`), XOR a key for the remaining depth. Each slot holds the
-node's value, its best first observation (-1: stop) and the number of nodes an
-unmemoised tree search below it would expand (so one memoised run also reports
-the tree size).
+:data:`ZOBRIST_SEED`), XOR a key for the remaining depth. A slot keeps its key
+and its data together (one cache line per look-up). Nodes with remaining depth
+>= 1 go to the node table (:data:`NODE_SLOT`, 32 bytes, grown at load 1/2):
+the node's value, its best first observation (-1: stop) and the number of
+nodes an unmemoised tree search below it would expand (so one memoised run
+also reports the tree size). Leaves (remaining depth 0, where ``V_0 = R``;
+about 94% of the nodes of a depth-4 search) go to the leaf table
+(:data:`LEAF_SLOT`, 16 bytes: key and value, grown at load 3/4). A leaf is
+never entered as a node: its parent evaluates it in the pass over its own
+candidates, with the same sums in the same order as a node would (its belief
+continues the parent's running product of likelihoods at the leaf's place in
+the canonical order; its facts are the parent's when the pair can change none),
+and it is stored only so that every other parent reads it back instead.
+
+The search loop allocates nothing and touches no reference count: its arrays
+are bound once and only indexed. A table that needs room stops the loop at the
+entry of a node, before any of its work; the driver grows the table and the
+loop resumes there.
 
 Safe pruning
 ------------
@@ -45,16 +59,24 @@ At the root nothing is pruned: the candidate table needs every ``Q``.
 
 Caps
 ----
-A search that would expand more than ``max_nodes`` nodes (default
-:data:`MAX_NODES`, 2,000,000: a few seconds of search) stops at once and
-:func:`expectimax` raises :class:`SearchCapExceeded`. The table then holds at
-most ``max_nodes`` entries in at most 2 x ``max_nodes`` slots rounded up to a
-power of two (32 bytes a slot: about 130 MB at the default cap, half as much
-again while it doubles).
+A search that would expand more than ``max_nodes`` nodes stops at once and
+:func:`expectimax` raises :class:`SearchCapExceeded`. A node's cost grows with
+the states and the observations (its outcome probabilities are sums over
+states for every outcome of every candidate), so the default cap bounds the
+*work*, not only the nodes: :func:`default_node_cap` is :data:`MAX_NODES`
+(2,000,000) or :data:`MAX_WORK` divided by the work of one node,
+``S x (A + Y x O)``, whichever is smaller (a 4,096-state, 40-observation
+search with four outcome slots stops after about 15,000 nodes, about 1 s on
+this machine, instead of running for minutes under the node cap). An explicit ``max_nodes`` is used as given. The
+tables then hold at most the cap's number of entries: node entries in at most
+twice as many 32-byte slots, leaf entries in at most 4/3 as many 16-byte slots,
+each rounded up to a power of two (about 130 MB at 2,000,000 if none were
+leaves, about 75 MB for a depth-4 search, whose nodes are 94% leaves; half as
+much again for the table that doubles).
 
 Hash collisions
 ---------------
-Two different sets with the same 64-bit hash would share a slot; among ``n``
+Two different sets with the same 64-bit hash (and remaining depth) would share a slot; among ``n``
 stored nodes the chance of any collision is about ``n^2 / 2^65`` (below
 ``1e-6`` at the cap). A collision could only misstate a value or a planned
 follow-up: what may be acquired at the root is the root's own mask, and the
@@ -75,16 +97,17 @@ from lookahead.jit import njit
 from lookahead.core import (
     BUDGET_TOL,
     TIE,
-    _facts_into,
     _holds_row,
-    _reach_into,
     _status_into,
     bayes_risk,
     permitted_actions,
 )
+from lookahead.layout import EXPR_ESTABLISHED, EXPR_OR, EXPR_RETURNED, NO_EXPR, NOT_TAKEN
 
 __all__ = [
     "MAX_NODES",
+    "MAX_WORK",
+    "default_node_cap",
     "PRUNE_MARGIN",
     "ZOBRIST_SEED",
     "SearchCapExceeded",
@@ -103,23 +126,43 @@ INT = np.int64
 
 #: Default cap on nodes expanded in one search (memo misses, leaves included).
 MAX_NODES = 2_000_000
+#: Default cap on the work of one search, in state-operations: nodes x S x (A + Y x O).
+MAX_WORK = 10_000_000_000
 #: Pruning needs penalty >= EVPI + this, so rounding in Q never decides a prune.
 PRUNE_MARGIN = 1e-9
 #: Seed of the Zobrist keys (fixed: hashes, and so tables, are reproducible).
 ZOBRIST_SEED = 20_240_611
-#: Initial memo capacity (slots; a power of two).
+#: Initial capacity of each memo table (slots; a power of two).
 INITIAL_CAPACITY = 1024
 
-# status codes returned by the kernel
+#: A memo slot of a node with remaining depth >= 1 (32 bytes: key and value on one cache line).
+NODE_SLOT = np.dtype([("key", KEY), ("value", FLOAT), ("count", FLOAT), ("best", INT)])
+#: A memo slot of a leaf (remaining depth 0; its subtree count is 1 and it has no best observation).
+LEAF_SLOT = np.dtype([("key", KEY), ("value", FLOAT)])
+
+# status codes returned by the search
 _OK = 0  # finished
 _CAP = 1  # stopped at the node cap
+_GROW_NODES = 2  # stopped at a node's entry: the node table needs room
+_GROW_LEAVES = 3  # stopped at a node's entry: the leaf table needs room
 
-# columns of a memo slot's data row (one row per slot keeps a look-up to two cache lines)
-_D_VALUE, _D_COUNT, _D_BEST = 0, 1, 2
+# indices into the kernel's stats array (int64) and its float results
+(_ST_NODES, _ST_HITS, _ST_NODE_ENTRIES, _ST_LEAF_ENTRIES, _ST_CAPACITY, _ST_PRUNED, _ST_STATUS,
+ _ST_LEV) = range(8)
+_N_STATS = 8
+_FST_VALUE, _FST_TREE = 0, 1
 
-# indices into the kernel's stats array
-_ST_NODES, _ST_HITS, _ST_ENTRIES, _ST_CAPACITY, _ST_PRUNED, _ST_STATUS = 0, 1, 2, 3, 4, 5
-_N_STATS = 6
+
+def default_node_cap(n_states: int, n_obs: int, n_slots: int, n_actions: int) -> int:
+    """The node cap a search uses when none is given: the node cap or the work cap, whichever binds first.
+
+    >>> default_node_cap(8, 16, 3, 4)            # small domains: the node cap
+    2000000
+    >>> default_node_cap(4096, 40, 3, 4)         # 4,096 states x 40 observations: the work cap
+    19688
+    """
+    per_node = max(1, int(n_states) * (int(n_actions) + int(n_slots) * int(n_obs)))
+    return int(max(1, min(MAX_NODES, MAX_WORK // per_node)))
 
 
 class SearchCapExceeded(RuntimeError):
@@ -151,19 +194,23 @@ class SearchResult(NamedTuple):
     nodes : int
         Nodes expanded (memo misses, root and leaves included).
     hits : int
-        Memo hits.
+        Memo hits (leaves included).
     entries : int
-        Largest table size (entries stored; the table only grows).
+        Entries stored, in both tables (every expanded node is stored once:
+        with the memo on, ``entries == nodes`` barring a hash collision).
     capacity : int
-        Table slots allocated.
+        Slots allocated, in both tables (node and leaf slots differ in size;
+        tables grow at different loads: a figure of the layout, not of the
+        search).
     pruned : int
         Observations skipped by the EVPI bound (summed over nodes).
     tree_nodes : float
         Nodes an unmemoised search with the same pruning would expand.
     table : tuple
-        ``(keys uint64[C], data float64[C, 3])``: a slot's stored key (0:
-        empty) and its value, unmemoised subtree size and best first
-        observation (-1: stop).
+        ``(nodes NODE_SLOT[C1], leaves LEAF_SLOT[C2])``: structured arrays,
+        a slot's stored key (0: empty) with, for a node of remaining depth
+        >= 1, its value, unmemoised subtree size and best first observation
+        (-1: stop), and for a leaf its value. Read it with :func:`lookup`.
     zobrist : uint64[O, Y]
     depth_keys : uint64[depth + 1]
     """
@@ -207,7 +254,7 @@ def zobrist_keys(n_obs: int, n_slots: int, depth: int, seed: int = ZOBRIST_SEED)
 
 
 # --------------------------------------------------------------------------
-# the memo table
+# the memo tables
 
 
 @njit(cache=True, inline="always")
@@ -217,89 +264,90 @@ def _slot_key(key):
 
 
 @njit(cache=True, inline="always")
-def _find(tkey, key):
-    """Slot holding stored key `key`, or -(free slot) - 1 where it would go."""
-    mask = KEY(tkey.shape[0] - 1)
-    i = INT(key & mask)
-    cap_mask = tkey.shape[0] - 1
-    while tkey[i] != 0:
-        if tkey[i] == key:
+def _find(table, key):
+    """Slot of `table` (a :data:`NODE_SLOT` or :data:`LEAF_SLOT` array) holding stored key `key`, or -(free slot) - 1."""
+    cap_mask = table.shape[0] - 1
+    i = INT(key & KEY(cap_mask))
+    while table[i].key != 0:
+        if table[i].key == key:
             return i
         i = (i + 1) & cap_mask
     return -i - 1
 
 
 @njit(cache=True)
-def _grow(tkey, tdat):
-    cap = tkey.shape[0] * 2
-    nkey = np.zeros(cap, dtype=KEY)
-    ndat = np.empty((cap, 3), dtype=FLOAT)
-    for i in range(tkey.shape[0]):
-        if tkey[i] != 0:
-            j = -_find(nkey, tkey[i]) - 1
-            nkey[j] = tkey[i]
-            for k in range(3):
-                ndat[j, k] = tdat[i, k]
-    return nkey, ndat
-
-
-@njit(cache=True, inline="always")
-def _store(tkey, tdat, entries, key, value, best, count):
-    """Put `key` in the table (growing it at load 1/2); returns the table and the new entry count."""
-    key = _slot_key(key)
-    slot = _find(tkey, key)
-    if slot < 0:
-        if 2 * (entries + 1) > tkey.shape[0]:
-            tkey, tdat = _grow(tkey, tdat)
-            slot = _find(tkey, key)
-        slot = -slot - 1
-        tkey[slot] = key
-        entries += 1
-    tdat[slot, _D_VALUE] = value
-    tdat[slot, _D_COUNT] = count
-    tdat[slot, _D_BEST] = best
-    return tkey, tdat, entries
+def _grown(table):
+    """`table` rehashed into twice as many slots (called between runs of the search, never inside one)."""
+    out = np.zeros(2 * table.shape[0], dtype=table.dtype)
+    for i in range(table.shape[0]):
+        if table[i].key != 0:
+            out[-_find(out, table[i].key) - 1] = table[i]
+    return out
 
 
 # --------------------------------------------------------------------------
-# node set-up
+# the facts at a node
+
+
+# lookahead.core's _facts_into and _reach_into, with the AND / OR combination written without a
+# `break`. The rule is core's (tests/lookahead/test_search.py holds the two equal); the form is
+# the search's: inlined into the search loop, core's helpers cost about six increfs and decrefs
+# of their array arguments a node, because numba's reference-count pruning gives up on an early
+# exit from a loop inside an inlined function. These prune to none.
 
 
 @njit(cache=True, inline="always")
-def _canonical(lev, path_o, path_y, root_belief, root_spent, lik, cost, bel, sp, order):
-    """Belief and spend at level `lev` from the root and the pairs ``path[1..lev]``.
+def _combine(vals, r, i, expr_kind, expr_start, expr_count, expr_children):
+    """AND / OR node `i` of ``vals[r]`` from its children (:func:`lookahead.core._combine_row`)."""
+    want = expr_kind[i] == EXPR_OR  # OR looks for a true child, AND for a false one
+    out = not want
+    j = expr_start[i]
+    end = j + expr_count[i]
+    while j < end and out != want:
+        if vals[r, expr_children[j]] == want:
+            out = want
+        j += 1
+    vals[r, i] = out
 
-    Pairs are applied in observation-index order, and the belief is normalised
-    once, so the result depends only on the set of pairs. `order` is a work
-    buffer of at least `lev` entries. One pair gives exactly
-    :func:`lookahead.core.posterior`.
-    """
-    n = lev
-    for k in range(n):
-        order[k] = k + 1
-    for i in range(1, n):  # insertion sort by observation index (n <= depth)
-        j = i
-        while j > 0 and path_o[order[j - 1]] > path_o[order[j]]:
-            t = order[j - 1]
-            order[j - 1] = order[j]
-            order[j] = t
-            j -= 1
-    S = root_belief.shape[0]
-    z = 0.0
-    for s in range(S):
-        v = root_belief[s]
-        for k in range(n):
-            v *= lik[path_o[order[k]], path_y[order[k]], s]
-        bel[lev, s] = v
-        z += v
-    if z > 0.0:
-        for s in range(S):
-            bel[lev, s] /= z
-    for d in range(root_spent.shape[0]):
-        x = root_spent[d]
-        for k in range(n):
-            x += cost[path_o[order[k]], d]
-        sp[lev, d] = x
+
+@njit(cache=True, inline="always")
+def _facts(outcome_of, work, expr_kind, expr_a, expr_b, expr_start, expr_count, expr_children, vals):
+    """Every fact-expression node into ``vals[0]`` (:func:`lookahead.core._facts_into`; status in ``work[2]``)."""
+    for i in range(expr_kind.shape[0]):
+        k = expr_kind[i]
+        if k == EXPR_ESTABLISHED:
+            vals[0, i] = work[2, expr_a[i]] == expr_b[i]
+        elif k == EXPR_RETURNED:
+            vals[0, i] = outcome_of[expr_a[i]] == expr_b[i]
+        else:
+            _combine(vals, 0, i, expr_kind, expr_start, expr_count, expr_children)
+
+
+@njit(cache=True, inline="always")
+def _reach(outcome_of, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals, flags):
+    """Reachable actions into ``flags[1]`` (:func:`lookahead.core._reach_into`; status in ``work[2]``)."""
+    P, n_values = can.shape
+    for p in range(P):
+        for v in range(n_values):
+            can[p, v] = False
+        if work[2, p] >= 0:
+            can[p, work[2, p]] = True
+    for o in range(outcome_of.shape[0]):
+        if outcome_of[o] != NOT_TAKEN or not admitted[o] or est_prop[o] < 0:
+            continue
+        for y in range(est_value.shape[1]):
+            if est_value[o, y] >= 0:
+                can[est_prop[o], est_value[o, y]] = True
+    for i in range(ek.shape[0]):
+        k = ek[i]
+        if k == EXPR_ESTABLISHED:
+            vals[1, i] = can[ea[i], eb[i]]
+        elif k == EXPR_RETURNED:
+            vals[1, i] = outcome_of[ea[i]] == eb[i] or (outcome_of[ea[i]] == NOT_TAKEN and admitted[ea[i]])
+        else:
+            _combine(vals, 1, i, ek, es, ec, ech)
+    for a in range(action_req.shape[0]):
+        flags[1, a] = action_req[a] == NO_EXPR or vals[1, action_req[a]]
 
 
 # --------------------------------------------------------------------------
@@ -307,93 +355,90 @@ def _canonical(lev, path_o, path_y, root_belief, root_spent, lik, cost, bel, sp,
 
 
 @njit(cache=True)
-def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts,
-                cost, limits_tol, penalty, n_values, zob, depth_key, tie, prune, memo, max_nodes, capacity):
-    """Iterative depth-first expectimax; see the module docstring.
+def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob,
+            depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab, bufs):
+    """Run the depth-first search from the state in ``st``/``fst`` until it ends or a table needs room.
 
-    Parameters are the root's ``belief : float64[S]``, ``outcome_of : int64[O]``,
-    ``spent : float64[D]``, ``root_mask : bool[O]`` (what may be acquired at the
-    root: the node's eligible mask) and ``admitted : bool[O]`` (static gates),
-    then the compiled tables (``limits_tol = limits + BUDGET_TOL``), the
-    Zobrist keys, the tie tolerance, ``prune``/``memo`` switches, the node cap
-    and the initial table capacity (a power of two). ``limits_tol`` and ``tie``
-    are arguments, not globals read from lookahead.core, so a cached kernel
-    never keeps a stale constant of another module.
-
-    Work buffers: ``work : int64[3, P]`` (status in row 2), ``vals : bool[2,
-    N]`` (facts, reachable facts), ``can : bool[P, n_values]``, ``flags :
-    bool[2, A]`` (permitted, reachable actions).
-
-    Returns ``(value, risk, expected float64[O], tree_nodes, stats int64[6],
-    keys uint64[C], data float64[C, 3])``.
+    Returns :data:`_OK`, :data:`_CAP`, or :data:`_GROW_NODES` / :data:`_GROW_LEAVES`: the state is saved
+    (always at the entry of a node, before any of its work), the caller grows that table and calls again.
+    Every array the loop touches is bound once here and only indexed inside it: an array passed to
+    a function, reassigned or sliced in the loop costs reference counting at every node.
     """
-    O = outcome_of.shape[0]
-    S = belief.shape[0]
-    D = spent.shape[0]
-    Y = lik.shape[1]
-    A = loss.shape[0]
-    L = depth + 1
-
-    bel = np.empty((L, S), dtype=FLOAT)
-    sp = np.empty((L, D), dtype=FLOAT)
-    h = np.zeros(L, dtype=KEY)
-    risk = np.empty(L, dtype=FLOAT)
-    minq = np.empty(L, dtype=FLOAT)
-    best_v = np.empty(L, dtype=FLOAT)
-    best_o = np.empty(L, dtype=INT)
-    cur_o = np.empty(L, dtype=INT)
-    cur_y = np.empty(L, dtype=INT)
-    acc = np.empty(L, dtype=FLOAT)
-    tc = np.empty(L, dtype=FLOAT)
-    probs = np.zeros((L, Y), dtype=FLOAT)
-    elig = np.zeros((L, O), dtype=np.bool_)
-    bound = np.full(L, np.inf, dtype=FLOAT)
-    path_o = np.full(L, -1, dtype=INT)
-    path_y = np.full(L, -1, dtype=INT)
-    order = np.empty(L, dtype=INT)
-    # the fact tables by name (lookahead.layout.Facts), bound once outside the loop
+    (bel, sp, h, risk, minq, best_v, best_o, cur_o, cur_y, acc, tc, probs, elig, bound, path_o, path_y, order,
+     sorted_o, sorted_y, pre, leaf_bel, work, vals, can, flags, leaf_work, leaf_vals, oc, expected) = bufs
     est_prop, est_kind, est_value = facts.est_prop, facts.est_kind, facts.est_value
     ek, ea, eb = facts.expr_kind, facts.expr_a, facts.expr_b
     es, ec, ech = facts.expr_start, facts.expr_count, facts.expr_children
     action_req, obs_req = facts.action_req, facts.obs_req
     amen, omen = facts.action_mentions, facts.obs_mentions
-    P = amen.shape[1]
-    work = np.empty((3, P), dtype=INT)
-    vals = np.zeros((2, ek.shape[0]), dtype=np.bool_)
-    can = np.zeros((P, n_values), dtype=np.bool_)
-    flags = np.zeros((2, A), dtype=np.bool_)
-    oc = outcome_of.copy()
-    expected = np.full(O, np.nan, dtype=FLOAT)
-    stats = np.zeros(_N_STATS, dtype=INT)
+    O = oc.shape[0]
+    S = belief.shape[0]
+    D = spent.shape[0]
+    A = loss.shape[0]
+    leaf_mask = leaf_tab.shape[0] - 1
 
-    tkey = np.zeros(capacity, dtype=KEY)
-    tdat = np.empty((capacity, 3), dtype=FLOAT)
-    entries = 0
-
-    for s in range(S):
-        bel[0, s] = belief[s]
-    for d in range(D):
-        sp[0, d] = spent[d]
-    for o in range(O):
-        elig[0, o] = root_mask[o]
-    nodes = 1
-    hits = 0
-    pruned = 0
-    value = np.nan
-    root_tree = 1.0
-    lev = 0
-    entering = True  # set up the node at `lev` (the root first); one call site keeps compile time down
+    lev = st[_ST_LEV]
+    nodes = st[_ST_NODES]
+    hits = st[_ST_HITS]
+    pruned = st[_ST_PRUNED]
+    n_node_entries = st[_ST_NODE_ENTRIES]
+    n_leaf_entries = st[_ST_LEAF_ENTRIES]
+    status = _OK
+    entering = True  # every run starts at the entry of node `lev`
     while True:
         r = depth - lev
+        done = False
+        v = 0.0
+        b = -1
+        sub = 1.0
         if entering:
+            # room (load 1/2) for this node and every open one above it, and (load 3/4) for its leaves
+            if memo and r >= 1 and 2 * (n_node_entries + lev + 1) > nodes_tab.shape[0]:
+                status = _GROW_NODES
+                break
+            if memo and r <= 1 and 4 * (n_leaf_entries + n_slots) > 3 * leaf_tab.shape[0]:
+                status = _GROW_LEAVES
+                break
             entering = False
+            n = lev  # the pairs below the root, in observation order (see the module docstring)
             if lev > 0:
-                _canonical(lev, path_o, path_y, belief, spent, lik, cost, bel, sp, order)
-            # Facts, permitted actions and R at the node. Written out here rather than as a function:
-            # even an inlined call with this many array arguments doubled the cost of a node.
+                for k in range(n):
+                    order[k] = k + 1
+                for i in range(1, n):  # insertion sort by observation index (n <= depth)
+                    j = i
+                    while j > 0 and path_o[order[j - 1]] > path_o[order[j]]:
+                        t = order[j - 1]
+                        order[j - 1] = order[j]
+                        order[j] = t
+                        j -= 1
+                for k in range(n):
+                    sorted_o[k] = path_o[order[k]]
+                    sorted_y[k] = path_y[order[k]]
+                # the canonical belief, keeping the running products (pre[k]: the first k pairs applied)
+                z = 0.0
+                for s in range(S):
+                    x = belief[s]
+                    pre[0, s] = x
+                    for k in range(n):
+                        x *= lik[sorted_o[k], sorted_y[k], s]
+                        pre[k + 1, s] = x
+                    bel[lev, s] = x
+                    z += x
+                if z > 0.0:
+                    for s in range(S):
+                        bel[lev, s] /= z
+                for d in range(D):
+                    x = spent[d]
+                    for k in range(n):
+                        x += cost[sorted_o[k], d]
+                    sp[lev, d] = x
+            else:
+                for s in range(S):
+                    pre[0, s] = belief[s]
+            # facts, permitted actions and R at the node (bayes_risk: same sums, same tie rule)
             _status_into(oc, est_prop, est_kind, est_value, work)
-            _facts_into(oc, work, ek, ea, eb, es, ec, ech, vals)
-            rk = np.inf  # bayes_risk(bel[lev], loss, permitted): same sums, same tie rule
+            _facts(oc, work, ek, ea, eb, es, ec, ech, vals)
+            rk = np.inf
             for a in range(A):
                 flags[0, a] = _holds_row(action_req[a], amen, a, vals, work)
                 if not flags[0, a]:
@@ -417,8 +462,8 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
                 bound[lev] = np.inf
                 if prune:
                     # EVPI under gates (lookahead.core.evpi), from the R just computed
-                    _reach_into(oc, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can,
-                                vals, flags)
+                    _reach(oc, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals,
+                           flags)
                     total = 0.0
                     for s in range(S):
                         m = np.inf
@@ -427,99 +472,321 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
                                 m = loss[a, s]
                         total += bel[lev, s] * m
                     bound[lev] = rk - total
-            cur_o[lev] = -1
-            cur_y[lev] = -1
-            minq[lev] = np.inf
-            best_v[lev] = np.inf
-            best_o[lev] = -1
-            tc[lev] = 1.0
-        o = cur_o[lev]
-        y = cur_y[lev] + 1
-        found = False
-        while r > 0:
-            if o >= 0:
-                while y < n_outcomes[o] and probs[lev, y] <= 0.0:
-                    y += 1
-                if y < n_outcomes[o]:
-                    found = True
-                    break
-                # every outcome of o is in: Q = penalty + expectation
-                q = penalty[o] + acc[lev]
-                if lev == 0:
-                    expected[o] = acc[lev]
-                if q < minq[lev]:
-                    minq[lev] = q
-                if (best_o[lev] < 0 or q < best_v[lev] - tie
-                        or (q <= best_v[lev] + tie and penalty[o] < penalty[best_o[lev]] - tie)):
-                    best_v[lev] = q
-                    best_o[lev] = o
-            o += 1
-            while o < O:
-                if elig[lev, o]:
+            if r == 0:  # only the root of a depth-0 search
+                v = rk
+                done = True
+            elif r == 1:
+                # Every child is a leaf (V_0 = R): evaluated here, in one pass over the candidates, and
+                # kept in the leaf table (key and value only). The same sums in the same order as a
+                # leaf entered as a node: the belief continues the running product at the child's
+                # place in the order; the facts are the node's own when the pair can change none.
+                hk = h[lev] ^ depth_key[0]
+                mq = np.inf
+                bv = np.inf
+                bo = -1
+                j = 0
+                capped = False
+                for o in range(O):
+                    if not elig[lev, o]:
+                        continue
                     if lev > 0 and penalty[o] >= bound[lev] + PRUNE_MARGIN:
                         pruned += 1
-                    else:
+                        continue
+                    while j < n and sorted_o[j] < o:
+                        j += 1
+                    for y in range(n_outcomes[o]):  # outcome_probs(bel[lev], lik[o], ...)
+                        pr = 0.0
+                        for s in range(S):
+                            pr += bel[lev, s] * lik[o, y, s]
+                        probs[lev, y] = pr
+                    ex = 0.0
+                    for y in range(n_outcomes[o]):
+                        pr = probs[lev, y]
+                        if pr <= 0.0:
+                            continue
+                        key = _slot_key(hk ^ zob[o, y])
+                        slot = 0
+                        if memo:
+                            slot = INT(key & KEY(leaf_mask))
+                            while leaf_tab[slot].key != 0 and leaf_tab[slot].key != key:
+                                slot = (slot + 1) & leaf_mask
+                            if leaf_tab[slot].key == key:
+                                hits += 1
+                                ex += pr * leaf_tab[slot].value
+                                sub += 1.0
+                                continue
+                        nodes += 1
+                        if nodes > max_nodes:
+                            capped = True
+                            break
+                        # R at the leaf: its canonical belief ...
+                        z = 0.0
+                        for s in range(S):
+                            x = pre[j, s] * lik[o, y, s]
+                            for k in range(j, n):
+                                x *= lik[sorted_o[k], sorted_y[k], s]
+                            leaf_bel[s] = x
+                            z += x
+                        if z > 0.0:
+                            for s in range(S):
+                                leaf_bel[s] /= z
+                        # ... its facts, unless (o, y) changes none ...
+                        own = neutral[o, y]
+                        if not own:
+                            oc[o] = y
+                            _status_into(oc, est_prop, est_kind, est_value, leaf_work)
+                            _facts(oc, leaf_work, ek, ea, eb, es, ec, ech, leaf_vals)
+                            oc[o] = NOT_TAKEN
+                        # ... and the risk of its best permitted action
+                        lr = np.inf
+                        for a in range(A):
+                            if own:
+                                ok = flags[0, a]
+                            else:
+                                ok = _holds_row(action_req[a], amen, a, leaf_vals, leaf_work)
+                            if not ok:
+                                continue
+                            x = 0.0
+                            for s in range(S):
+                                x += leaf_bel[s] * loss[a, s]
+                            if x < lr - tie:
+                                lr = x
+                        if memo:
+                            leaf_tab[slot].key = key
+                            leaf_tab[slot].value = lr
+                            n_leaf_entries += 1
+                        ex += pr * lr
+                        sub += 1.0
+                    if capped:
                         break
+                    # every outcome of o is in: Q = penalty + expectation
+                    q = penalty[o] + ex
+                    if lev == 0:
+                        expected[o] = ex
+                    if q < mq:
+                        mq = q
+                    if bo < 0 or q < bv - tie or (q <= bv + tie and penalty[o] < penalty[bo] - tie):
+                        bv = q
+                        bo = o
+                if capped:
+                    status = _CAP
+                    break
+                v = rk
+                if mq < v:
+                    v = mq
+                b = bo if (bo >= 0 and bv < rk - tie) else -1
+                done = True
+            else:
+                cur_o[lev] = -1
+                cur_y[lev] = -1
+                minq[lev] = np.inf
+                best_v[lev] = np.inf
+                best_o[lev] = -1
+                tc[lev] = 1.0
+        if not done:
+            # a node whose children are nodes (remaining depth >= 2): the next child, or the node is done
+            o = cur_o[lev]
+            y = cur_y[lev] + 1
+            found = False
+            while True:
+                if o >= 0:
+                    while y < n_outcomes[o] and probs[lev, y] <= 0.0:
+                        y += 1
+                    if y < n_outcomes[o]:
+                        found = True
+                        break
+                    # every outcome of o is in: Q = penalty + expectation
+                    q = penalty[o] + acc[lev]
+                    if lev == 0:
+                        expected[o] = acc[lev]
+                    if q < minq[lev]:
+                        minq[lev] = q
+                    if (best_o[lev] < 0 or q < best_v[lev] - tie
+                            or (q <= best_v[lev] + tie and penalty[o] < penalty[best_o[lev]] - tie)):
+                        best_v[lev] = q
+                        best_o[lev] = o
                 o += 1
-            if o >= O:
-                break
-            acc[lev] = 0.0
-            for yy in range(n_outcomes[o]):  # outcome_probs(bel[lev], lik[o], ...)
-                pr = 0.0
-                for s in range(S):
-                    pr += bel[lev, s] * lik[o, yy, s]
-                probs[lev, yy] = pr
-            cur_o[lev] = o
-            y = 0
-        if not found:
+                while o < O:
+                    if elig[lev, o]:
+                        if lev > 0 and penalty[o] >= bound[lev] + PRUNE_MARGIN:
+                            pruned += 1
+                        else:
+                            break
+                    o += 1
+                if o >= O:
+                    break
+                acc[lev] = 0.0
+                for yy in range(n_outcomes[o]):  # outcome_probs(bel[lev], lik[o], ...)
+                    pr = 0.0
+                    for s in range(S):
+                        pr += bel[lev, s] * lik[o, yy, s]
+                    probs[lev, yy] = pr
+                cur_o[lev] = o
+                y = 0
+            if found:
+                # the child (o, y): from the memo, or entered next
+                cur_o[lev] = o
+                cur_y[lev] = y
+                ch = h[lev] ^ zob[o, y]
+                if memo:
+                    slot = _find(nodes_tab, _slot_key(ch ^ depth_key[r - 1]))
+                    if slot >= 0:
+                        hits += 1
+                        acc[lev] += probs[lev, y] * nodes_tab[slot].value
+                        tc[lev] += nodes_tab[slot].count
+                        continue
+                nodes += 1
+                if nodes > max_nodes:
+                    status = _CAP
+                    break
+                oc[o] = y
+                lev += 1
+                path_o[lev] = o
+                path_y[lev] = y
+                h[lev] = ch
+                entering = True
+                continue
             # node done: V = min(R, min_o Q); the plan's choice follows the tie rule
             v = risk[lev]
             if minq[lev] < v:
                 v = minq[lev]
             b = best_o[lev] if (best_o[lev] >= 0 and best_v[lev] < risk[lev] - tie) else -1
-            if memo:
-                tkey, tdat, entries = _store(tkey, tdat, entries, h[lev] ^ depth_key[r], v, b, tc[lev])
-            if lev == 0:
-                value = v
-                root_tree = tc[0]
-                break
-            oc[path_o[lev]] = -1
             sub = tc[lev]
-            lev -= 1
-            acc[lev] += probs[lev, cur_y[lev]] * v
-            tc[lev] += sub
-            continue
-        # the child (o, y): from the memo, or entered next
-        cur_o[lev] = o
-        cur_y[lev] = y
-        ch = h[lev] ^ zob[o, y]
-        if memo:
-            slot = _find(tkey, _slot_key(ch ^ depth_key[r - 1]))
-            if slot >= 0:
-                hits += 1
-                acc[lev] += probs[lev, y] * tdat[slot, _D_VALUE]
-                tc[lev] += tdat[slot, _D_COUNT]
-                continue
-        nodes += 1
-        if nodes > max_nodes:
-            stats[_ST_STATUS] = _CAP
+        if memo:  # store the node (room was made at its entry); a key already there is a hash collision
+            key = _slot_key(h[lev] ^ depth_key[r])
+            if r >= 1:
+                slot = _find(nodes_tab, key)
+                if slot < 0:
+                    slot = -slot - 1
+                    nodes_tab[slot].key = key
+                    n_node_entries += 1
+                nodes_tab[slot].value = v
+                nodes_tab[slot].count = sub
+                nodes_tab[slot].best = b
+            else:
+                slot = _find(leaf_tab, key)
+                if slot < 0:
+                    slot = -slot - 1
+                    leaf_tab[slot].key = key
+                    n_leaf_entries += 1
+                leaf_tab[slot].value = v
+        if lev == 0:
+            fst[_FST_VALUE] = v
+            fst[_FST_TREE] = sub
             break
-        oc[o] = y
-        lev += 1
-        path_o[lev] = o
-        path_y[lev] = y
-        h[lev] = ch
-        entering = True
-    stats[_ST_NODES] = nodes
-    stats[_ST_HITS] = hits
-    stats[_ST_ENTRIES] = entries
-    stats[_ST_CAPACITY] = tkey.shape[0]
-    stats[_ST_PRUNED] = pruned
-    return value, risk[0], expected, root_tree, stats, tkey, tdat
+        oc[path_o[lev]] = NOT_TAKEN
+        lev -= 1
+        acc[lev] += probs[lev, cur_y[lev]] * v
+        tc[lev] += sub
+    st[_ST_LEV] = lev
+    st[_ST_NODES] = nodes
+    st[_ST_HITS] = hits
+    st[_ST_PRUNED] = pruned
+    st[_ST_NODE_ENTRIES] = n_node_entries
+    st[_ST_LEAF_ENTRIES] = n_leaf_entries
+    st[_ST_STATUS] = status
+    return status
+
+
+@njit(cache=True)
+def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts,
+                cost, limits_tol, penalty, n_values, zob, depth_key, tie, prune, memo, max_nodes, capacity):
+    """Iterative depth-first expectimax; see the module docstring.
+
+    Parameters are the root's ``belief : float64[S]``, ``outcome_of : int64[O]``,
+    ``spent : float64[D]``, ``root_mask : bool[O]`` (what may be acquired at the
+    root: the node's eligible mask) and ``admitted : bool[O]`` (static gates),
+    then the compiled tables (``limits_tol = limits + BUDGET_TOL``), the
+    Zobrist keys, the tie tolerance, ``prune``/``memo`` switches, the node cap
+    and the initial capacity of each table (a power of two). ``limits_tol`` and ``tie``
+    are arguments, not globals read from lookahead.core, so a cached kernel
+    never keeps a stale constant of another module.
+
+    Allocates the work buffers and the tables, then runs :func:`_search`,
+    doubling a table whenever the search stops for room.
+
+    Returns ``(value, risk, expected float64[O], tree_nodes, stats int64[_N_STATS],
+    nodes NODE_SLOT[C1], leaves LEAF_SLOT[C2])``.
+    """
+    O = outcome_of.shape[0]
+    S = belief.shape[0]
+    D = spent.shape[0]
+    Y = lik.shape[1]
+    A = loss.shape[0]
+    L = depth + 1
+    P = facts.action_mentions.shape[1]
+    N = facts.expr_kind.shape[0]
+
+    bel = np.empty((L, S), dtype=FLOAT)
+    sp = np.empty((L, D), dtype=FLOAT)
+    h = np.zeros(L, dtype=KEY)
+    risk = np.empty(L, dtype=FLOAT)
+    minq = np.empty(L, dtype=FLOAT)
+    best_v = np.empty(L, dtype=FLOAT)
+    best_o = np.empty(L, dtype=INT)
+    cur_o = np.empty(L, dtype=INT)
+    cur_y = np.empty(L, dtype=INT)
+    acc = np.empty(L, dtype=FLOAT)
+    tc = np.empty(L, dtype=FLOAT)
+    probs = np.zeros((L, Y), dtype=FLOAT)
+    elig = np.zeros((L, O), dtype=np.bool_)
+    bound = np.full(L, np.inf, dtype=FLOAT)
+    path_o = np.full(L, -1, dtype=INT)
+    path_y = np.full(L, -1, dtype=INT)
+    order = np.empty(L, dtype=INT)
+    sorted_o = np.empty(L, dtype=INT)
+    sorted_y = np.empty(L, dtype=INT)
+    pre = np.empty((L, S), dtype=FLOAT)
+    leaf_bel = np.empty(S, dtype=FLOAT)
+    work = np.empty((3, P), dtype=INT)
+    vals = np.zeros((2, N), dtype=np.bool_)
+    can = np.zeros((P, n_values), dtype=np.bool_)
+    flags = np.zeros((2, A), dtype=np.bool_)
+    leaf_work = np.empty((3, P), dtype=INT)
+    leaf_vals = np.zeros((2, N), dtype=np.bool_)
+    oc = outcome_of.copy()
+    expected = np.full(O, np.nan, dtype=FLOAT)
+    for s in range(S):
+        bel[0, s] = belief[s]
+    for d in range(D):
+        sp[0, d] = spent[d]
+    for o in range(O):
+        elig[0, o] = root_mask[o]
+    bufs = (bel, sp, h, risk, minq, best_v, best_o, cur_o, cur_y, acc, tc, probs, elig, bound, path_o, path_y, order,
+            sorted_o, sorted_y, pre, leaf_bel, work, vals, can, flags, leaf_work, leaf_vals, oc, expected)
+    # (o, y) pairs that change no fact: they establish no value and no "o returned y" expression names them
+    neutral = np.ones((O, Y), dtype=np.bool_)
+    for o in range(O):
+        if facts.est_prop[o] >= 0:
+            for y in range(Y):
+                if facts.est_value[o, y] >= 0:
+                    neutral[o, y] = False
+    for i in range(N):
+        if facts.expr_kind[i] == EXPR_RETURNED:
+            neutral[facts.expr_a[i], facts.expr_b[i]] = False
+    n_slots = INT(n_outcomes.sum())  # children of one node, at most
+
+    nodes_tab = np.zeros(capacity, dtype=NODE_SLOT)
+    leaf_tab = np.zeros(capacity, dtype=LEAF_SLOT)
+    st = np.zeros(_N_STATS, dtype=INT)
+    st[_ST_NODES] = 1
+    fst = np.full(2, np.nan, dtype=FLOAT)
+    while True:
+        status = _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol,
+                         penalty, zob, depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab,
+                         bufs)
+        if status == _GROW_NODES:
+            nodes_tab = _grown(nodes_tab)
+        elif status == _GROW_LEAVES:
+            leaf_tab = _grown(leaf_tab)
+        else:
+            break
+    st[_ST_CAPACITY] = nodes_tab.shape[0] + leaf_tab.shape[0]
+    return fst[_FST_VALUE], risk[0], expected, fst[_FST_TREE], st, nodes_tab, leaf_tab
 
 
 def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts, cost,
-               limits, penalty, n_values, *, prune=True, memo=True, max_nodes=MAX_NODES) -> SearchResult:
+               limits, penalty, n_values, *, prune=True, memo=True, max_nodes=None) -> SearchResult:
     """Depth-`depth` memoised expectimax from one root node.
 
     Parameters
@@ -543,8 +810,9 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
         Skip observations whose penalty is at least EVPI (never changes a result).
     memo : bool
         Memoise on the set of pairs (off: a plain tree search, for counting).
-    max_nodes : int
-        Node cap; exceeding it raises :class:`SearchCapExceeded`.
+    max_nodes : int, optional
+        Node cap; exceeding it raises :class:`SearchCapExceeded`. Default:
+        :func:`default_node_cap` (the node or the work cap).
 
     Returns
     -------
@@ -576,20 +844,22 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     O = len(outcome_of)
     Y = lik.shape[1]
     zob, dk = zobrist_keys(int(O), int(Y), depth)
+    if max_nodes is None:
+        max_nodes = default_node_cap(len(belief), O, Y, loss.shape[0])
     out = _expectimax(
         np.ascontiguousarray(belief, dtype=FLOAT), np.ascontiguousarray(outcome_of, dtype=INT),
         np.ascontiguousarray(spent, dtype=FLOAT), np.ascontiguousarray(root_mask, dtype=np.bool_),
         np.ascontiguousarray(admitted, dtype=np.bool_), depth, lik, n_outcomes, loss, facts, cost,
         np.asarray(limits, dtype=FLOAT) + BUDGET_TOL, penalty, int(n_values), zob, dk, TIE, bool(prune), bool(memo),
         int(max_nodes), INITIAL_CAPACITY)
-    value, risk, expected, tree, stats, tkey, tdat = out
+    value, risk, expected, tree, stats, node_tab, leaf_tab = out
     if stats[_ST_STATUS] == _CAP:
         raise SearchCapExceeded(int(max_nodes), depth)
     q = np.asarray(penalty) + expected
     return SearchResult(value=float(value), risk=float(risk), expected=expected, q=q, depth=depth,
-                        nodes=int(stats[_ST_NODES]), hits=int(stats[_ST_HITS]), entries=int(stats[_ST_ENTRIES]),
+                        nodes=int(stats[_ST_NODES]), hits=int(stats[_ST_HITS]), entries=int(stats[_ST_NODE_ENTRIES] + stats[_ST_LEAF_ENTRIES]),
                         capacity=int(stats[_ST_CAPACITY]), pruned=int(stats[_ST_PRUNED]), tree_nodes=float(tree),
-                        table=(tkey, tdat), zobrist=zob, depth_keys=dk)
+                        table=(node_tab, leaf_tab), zobrist=zob, depth_keys=dk)
 
 
 # --------------------------------------------------------------------------
@@ -620,11 +890,13 @@ def lookup(result: SearchResult, pairs, remaining: int):
     for o, y in pairs:
         key ^= result.zobrist[o, y]
     key ^= result.depth_keys[remaining]
-    tkey, tdat = result.table
-    slot = _find(tkey, KEY(key) if key != 0 else KEY(1))  # as _slot_key, keeping the uint64 type
+    table = result.table[0 if remaining >= 1 else 1]
+    slot = _find(table, KEY(key) if key != 0 else KEY(1))  # as _slot_key, keeping the uint64 type
     if slot < 0:
         return None
-    return float(tdat[slot, _D_VALUE]), int(tdat[slot, _D_BEST])
+    if remaining == 0:
+        return float(table[slot]["value"]), -1
+    return float(table[slot]["value"]), int(table[slot]["best"])
 
 
 def canonical_belief(belief, lik, pairs):

@@ -21,8 +21,10 @@ AND/OR nodes belong to the observation whose precondition contains them
 Every node has a ``label`` attribute; the graph carries ``domain`` (name) and
 ``observations`` (names in file order) in ``graph.graph``.
 
-The walks over it are in :mod:`planner.prerequisites`, the pictures in
-:mod:`planner.export`.
+The walks over it are in :mod:`planner.prerequisites`. Pictures are drawn from
+:func:`flow_graph`, the same structure turned round into execution order and
+completed with the actions, what gates them and what establishes which
+proposition value (:mod:`planner.export`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import networkx as nx
 
 from planner.model import AllOf, AnyOf, Established, Returned
 
-__all__ = ["build_graph", "precondition_graph"]
+__all__ = ["build_graph", "flow_graph", "precondition_graph"]
 
 
 def build_graph(domain) -> nx.DiGraph:
@@ -115,3 +117,126 @@ def precondition_graph(compiled):
     True
     """
     return compiled.memo("precondition_graph", lambda c: build_graph(c.domain))
+
+
+# --------------------------------------------------------------------------
+# the same structure in execution order, for pictures
+
+_ROLE_WORDS = {"inform": "informs", "corroborate": "corroborates", "establish": "establishes",
+               "contradict": "contradicts", "supersede": "supersedes"}
+
+
+def flow_graph(domain) -> nx.DiGraph:
+    """The domain in execution order: what comes first points at what it enables.
+
+    :func:`build_graph` points from what is wanted to what provides it, which
+    is the direction its walks need and the wrong one to read. This graph is
+    for people (:mod:`planner.export` draws it): an edge goes from a step to
+    what it makes possible, and it shows every gate that structure imposes,
+    not only observation preconditions.
+
+    ==============================  ===========  ==========================================
+    node key                        ``kind``     what it is
+    ==============================  ===========  ==========================================
+    ``("observation", o)``          observation  an observation; the label names its role, the
+                                                 proposition it bears on, its entitlement and
+                                                 purposes (the admission gates it carries)
+    ``("established", p, v)``       fact         "p established as v": every value an
+                                                 establishing source can set or a
+                                                 requirement mentions
+    ``("gate", owner_kind, owner,   and / or     a conjunction or disjunction inside the
+    path)``                                      requirement of an observation or an action
+    ``("action", a)``               action       a decision action, gated or always permitted
+    ==============================  ===========  ==========================================
+
+    Edges have a ``relation``: ``returned`` (an observation to the gate or step
+    whose requirement mentions one of its outcomes), ``establishes`` (an
+    observation to a value it establishes) and ``enables`` (a fact or a gate
+    to what it opens); the first two carry ``outcomes`` (a tuple) and a
+    ``label`` (the outcomes, ``|``-joined). Fact nodes carry ``proposition``
+    and ``value``; every node has a ``label``. ``graph.graph`` has ``domain``
+    and ``title``.
+
+    Parameters
+    ----------
+    domain : planner.domain.Domain or planner.compile.CompiledDomain
+
+    Returns
+    -------
+    networkx.DiGraph
+
+    Examples
+    --------
+    >>> import planner
+    >>> g = flow_graph(planner.load_domain("identity_registry"))
+    >>> g.edges[("observation", "identity_resolution"), ("observation", "approval_registry")]["label"]
+    'resolved'
+    >>> list(g.successors(("established", "approval", "approved")))
+    [('action', 'release')]
+    """
+    domain = getattr(domain, "domain", domain)
+    g = nx.DiGraph(domain=domain.name, title=f"{domain.name}: what each step enables (execution order)")
+    for o in domain.observations:
+        lines = [o.name]
+        lines.append(f"{_ROLE_WORDS[o.role]} {o.bears_on}" if o.bears_on else f"{o.role} (no proposition)")
+        if o.entitlement:
+            lines.append(f"entitlement {o.entitlement}")
+        if o.purposes:
+            lines.append("purpose " + " | ".join(o.purposes))
+        g.add_node(("observation", o.name), kind="observation", label="\n".join(lines), role=o.role)
+    # Every value an establishing source can set, in file order: a value nothing
+    # requires is still worth seeing (it ends the question), and a required value
+    # nothing establishes shows up as a fact with no way in.
+    for o in domain.observations:
+        if o.role in ("establish", "supersede") and o.bears_on is not None:
+            for y, v in o.establishes:
+                _fact(g, o.bears_on, v)
+                _returned_edge(g, o.name, y, ("established", o.bears_on, v), "establishes")
+    for o in domain.observations:
+        if o.requires is not None:
+            _flow_expr(g, o.requires, ("observation", o.name), ("observation", o.name), ())
+    for a in domain.actions:
+        lines = [a.name]
+        if a.kind == "escalate":
+            lines.append("escalate")
+        if a.requires is None:
+            lines.append("always permitted")
+        g.add_node(("action", a.name), kind="action", label="\n".join(lines), gated=a.requires is not None)
+        if a.requires is not None:
+            _flow_expr(g, a.requires, ("action", a.name), ("action", a.name), ())
+    return g
+
+
+def _fact(g, prop: str, value: str):
+    key = ("established", prop, value)
+    if key not in g:
+        g.add_node(key, kind="fact", fact="established", proposition=prop, value=value,
+                   label=f"{prop} = {value}\nestablished")
+    return key
+
+
+def _returned_edge(g, obs: str, outcome: str, target, relation: str) -> None:
+    src = ("observation", obs)
+    if g.has_edge(src, target):  # two outcomes of one observation lead to the same place
+        data = g.edges[src, target]
+        if outcome not in data["outcomes"]:
+            data["outcomes"] += (outcome,)
+            data["label"] = " | ".join(data["outcomes"])
+        return
+    g.add_edge(src, target, relation=relation, outcomes=(outcome,), label=outcome)
+
+
+def _flow_expr(g, expr, target, owner, path: tuple) -> None:
+    """Add the edges by which `expr` opens `target` (a step, or a gate of `owner`'s requirement)."""
+    if isinstance(expr, Returned):
+        _returned_edge(g, expr.observation, expr.outcome, target, "returned")
+        return
+    if isinstance(expr, Established):
+        g.add_edge(_fact(g, expr.proposition, expr.value), target, relation="enables")
+        return
+    kind = "and" if isinstance(expr, AllOf) else "or"
+    key = ("gate", owner[0], owner[1], path)
+    g.add_node(key, kind=kind, label=kind.upper())
+    for i, term in enumerate(expr.terms):
+        _flow_expr(g, term, key, owner, path + (i,))
+    g.add_edge(key, target, relation="enables")

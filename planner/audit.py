@@ -52,6 +52,7 @@ EXPECTATION_KINDS = (
     "WrongUnknownOutcomes",
     "WrongRejection",         # first-step rejection reasons
     "SessionRefused",         # the session raised (a policy chose something ineligible, a bad script)
+    "NotOptimal",             # the policy's exact expected total loss is above the full-depth optimum
 )
 
 #: Every failure kind.

@@ -33,9 +33,11 @@ import attrs
 import numpy as np
 
 from planner.audit import EXPECTATION_KINDS, FAILURE_KINDS, INVARIANT_KINDS, Failure, audit_receipt
+from lookahead.search import SearchCapExceeded, expectimax
 from planner.caller import Caller
 from planner.compile import compile_domain
 from planner.errors import DomainError, PlannerError, SessionError
+from planner.evaluate import evaluate_policy
 from planner.model import UNAVAILABLE
 from planner.policies import parse_policy
 from planner.session import Session, Stop
@@ -53,6 +55,7 @@ __all__ = [
     "run_domain_checks",
     "audit_receipt",
     "compare_expectations",
+    "optimality_failures",
 ]
 
 
@@ -412,9 +415,55 @@ def run_check(domain, check: CheckSpec, *, policy=None, session_factory=None, ma
     receipt = session.receipt(world=shown, seed=check.seed)
     failures += audit_receipt(domain, receipt, tool_log=log, caller=check.caller)
     failures += compare_expectations(receipt, check.expectations)
+    if check.expectations.get("optimal"):
+        failures += optimality_failures(domain, policy, check.caller)
     failures.sort(key=lambda f: (math.inf if f.step is None else f.step))
     return CheckResult(name=check.name, status="fail" if failures else "pass", failures=tuple(failures),
                        receipt=receipt, tool_log=tuple(log))
+
+
+#: `optimal` holds when the policy's expected total loss is within this of the optimum.
+OPTIMAL_TOL = 1e-9
+
+
+def optimality_failures(domain, policy, caller: Caller = Caller()) -> list:
+    """The ``optimal`` expectation: `policy`'s exact expected total loss against the full-depth optimum.
+
+    The policy is evaluated over its whole outcome tree (:func:`planner.evaluate.evaluate_policy`);
+    the optimum is :func:`lookahead.search.expectimax` at the root with the depth set to the number
+    of observations (no plan is cut short). Both use `caller`'s admission and limits.
+
+    Returns
+    -------
+    list of Failure
+        Empty when the policy is optimal within :data:`OPTIMAL_TOL`; else one ``NotOptimal``
+        (also when either computation does not fit its cap: optimality is then unverified).
+
+    Examples
+    --------
+    >>> import planner
+    >>> d = planner.load_domain("payment_release")
+    >>> optimality_failures(d, planner.parse_policy("lookahead:3"))
+    []
+    >>> [f.kind for f in optimality_failures(d, planner.parse_policy("none"))]
+    ['NotOptimal']
+    """
+    root = Session(domain, "none", caller=caller).node
+    c = root.compiled
+    try:
+        best = expectimax(root.belief, root.outcome_of, root.spent, root.eligible, root.admission.admitted,
+                          len(c.obs_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
+                          c.n_values).value
+    except SearchCapExceeded as e:
+        return [Failure(kind="NotOptimal", step=None, message=f"optimality unverified: the full-depth search {e}")]
+    try:
+        got = evaluate_policy(domain, policy, caller).expected_total_loss
+    except PlannerError as e:
+        return [Failure(kind="NotOptimal", step=None, message=f"optimality unverified: {e}")]
+    if got > best + OPTIMAL_TOL:
+        return [Failure(kind="NotOptimal", step=None,
+                        message=f"expected total loss {got:.6f} over every outcome, the optimum is {best:.6f}")]
+    return []
 
 
 def run_domain_checks(domain, **kwargs) -> list:

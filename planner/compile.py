@@ -18,7 +18,6 @@ Fact tables: :attr:`CompiledDomain.facts` is a :class:`lookahead.layout.Facts`
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import attrs
@@ -40,7 +39,7 @@ from lookahead.layout import (
 from planner.errors import CallerError
 from planner.model import UNAVAILABLE, AllOf, AnyOf, Established, Returned
 
-__all__ = ["CompiledDomain", "compile_domain"]
+__all__ = ["CompiledDomain", "compile_domain", "case_table"]
 
 
 def _ro(a, dtype):
@@ -167,29 +166,77 @@ class CompiledDomain:
         return out
 
 
-def _loss_value(loss, state: dict) -> float:
-    if loss.constant is not None:
-        return loss.constant
-    if loss.tables is not None:
-        return sum(dict(table)[state[p]] for p, table in loss.tables)
-    for case in loss.cases:
-        if all(state[p] == v for p, v in case.when):
-            return case.value
-    raise AssertionError("loader guarantees that cases cover every state")
+def case_table(cases, prop_pos: dict, value_pos: list) -> tuple:
+    """The first case matching each combination of the values of the propositions the cases mention.
+
+    Parameters
+    ----------
+    cases : sequence of planner.model.Case
+        Matched in order (first match wins); ``when`` pairs ``(proposition, value)``.
+    prop_pos : dict
+        ``{proposition: index}`` in declaration order.
+    value_pos : list of dict
+        ``value_pos[p] = {value: index}`` for each proposition.
+
+    Returns
+    -------
+    axes : list of int
+        The propositions the cases mention, in declaration order.
+    table : int64 array, one axis per proposition in `axes`
+        The index of the first matching case (-1: none).
+
+    Notes
+    -----
+    Cases are painted last to first, each over the box of combinations it
+    matches, so earlier cases win; the work is at most cases x combinations of
+    the mentioned propositions (the loader caps it, ``MAX_CASE_CHECKS``), never
+    cases x joint states.
+
+    >>> from planner.model import Case
+    >>> pos, vals = {"x": 0, "y": 1}, [{"a": 0, "b": 1}, {"u": 0, "v": 1, "w": 2}]
+    >>> axes, t = case_table([Case(when={"y": "v"}, value=1), Case(when={}, value=2)], pos, vals)
+    >>> axes, t.tolist()
+    ([1], [1, 0, 1])
+    """
+    # A proposition of one value matches every state: no axis (and so at most
+    # log2(combinations) axes, far below numpy's 64 dimensions).
+    axes = sorted({prop_pos[p] for c in cases for p, _ in c.when if len(value_pos[prop_pos[p]]) > 1})
+    where = {a: k for k, a in enumerate(axes)}
+    table = np.full([len(value_pos[a]) for a in axes], -1, dtype=np.int64)
+    for i in range(len(cases) - 1, -1, -1):
+        box = [slice(None)] * len(axes)
+        for p, v in cases[i].when:
+            a = prop_pos[p]
+            if a in where:
+                box[where[a]] = value_pos[a][v]
+        table[tuple(box)] = i
+    return axes, table
 
 
-def _lik_dist(lik, state: dict) -> dict:
-    for case in lik.cases:
-        if all(state[p] == v for p, v in case.when):
-            return dict(case.value)
-    raise AssertionError("loader guarantees that cases cover every state")
+def _case_of(cases, world: np.ndarray, sizes, prop_pos: dict, value_pos: list) -> np.ndarray:
+    """int64[W]: the first case matching each world state (rows of `world`, value indices)."""
+    axes, table = case_table(cases, prop_pos, value_pos)
+    if not axes:
+        return np.full(len(world), int(table), dtype=np.int64)
+    code = np.zeros(len(world), dtype=np.int64)
+    for a in axes:  # the mixed-radix index of the mentioned propositions' values
+        code = code * sizes[a] + world[:, a]
+    first = table.ravel()[code]
+    assert (first >= 0).all(), "loader guarantees that cases cover every state"
+    return first
+
+
+def _case_probs(lik, outcomes) -> np.ndarray:
+    """float64[C, k]: each case's probability of each declared outcome (0 where the row omits it)."""
+    return np.array([[dict(case.value).get(y, 0.0) for y in outcomes] for case in lik.cases],
+                    dtype=np.float64).reshape(len(lik.cases), len(outcomes))
 
 
 class _ExprBuilder:
-    def __init__(self, prop_index, prop_values, obs_index, outcome_names):
+    def __init__(self, prop_index, value_pos, obs_index, outcome_pos):
         self.kind, self.a, self.b, self.start, self.count, self.children = [], [], [], [], [], []
-        self.prop_index, self.prop_values = prop_index, prop_values
-        self.obs_index, self.outcome_names = obs_index, outcome_names
+        self.prop_index, self.value_pos = prop_index, value_pos
+        self.obs_index, self.outcome_pos = obs_index, outcome_pos
 
     def add(self, expr, mentions: np.ndarray) -> int:
         if isinstance(expr, (AllOf, AnyOf)):
@@ -202,10 +249,10 @@ class _ExprBuilder:
         if isinstance(expr, Established):
             p = self.prop_index[expr.proposition]
             mentions[p] = True
-            return self._node(EXPR_ESTABLISHED, p, self.prop_values[p].index(expr.value))
+            return self._node(EXPR_ESTABLISHED, p, self.value_pos[p][expr.value])
         assert isinstance(expr, Returned)
         o = self.obs_index[expr.observation]
-        return self._node(EXPR_RETURNED, o, self.outcome_names[o].index(expr.outcome))
+        return self._node(EXPR_RETURNED, o, self.outcome_pos[o][expr.outcome])
 
     def _node(self, kind, a, b) -> int:
         self.kind.append(kind)
@@ -224,6 +271,10 @@ def compile_domain(domain) -> CompiledDomain:
     likelihood; members then read it exactly (subject to their own failure
     rate), so a second copy carries nothing the first did not.
 
+    Every table is built with array operations over the joint states (no
+    Python loop over states), so a domain under the loader's caps compiles in
+    well under a second.
+
     Examples
     --------
     >>> import planner
@@ -239,19 +290,18 @@ def compile_domain(domain) -> CompiledDomain:
     obs_names = tuple(o.name for o in observations)
     groups = _lineage_groups(observations)
     var_names = prop_names + tuple(f"lineage:{g}" for g in groups)
-    states, prior, world_of, worlds = _joint_states(domain, prop_names, prop_values, groups)
-    S = len(states)
-    loss = np.empty((len(domain.actions), S))
+    ix = _Index(prop_names, prop_values)
+    world, states, prior, world_of = _joint_states(domain, ix, groups)
+    loss = np.empty((len(domain.actions), len(states)))
     for a, act in enumerate(domain.actions):
-        for s in range(S):
-            loss[a, s] = _loss_value(act.loss, worlds[world_of[s]])
+        loss[a] = _world_loss(act.loss, world, ix)[world_of]
     action_escalate = np.array([act.kind == "escalate" for act in domain.actions], dtype=np.bool_)
     outcome_names = tuple(tuple(o.outcomes) + (UNAVAILABLE,) for o in observations)
     n_outcomes = np.array([len(n) for n in outcome_names], dtype=np.int64)
     group_var = {g: len(prop_names) + i for i, g in enumerate(groups)}
-    lik, lineage = _likelihoods(observations, n_outcomes, states, world_of, worlds, group_var)
+    lik, lineage = _likelihoods(observations, n_outcomes, states, world, world_of, ix, group_var)
     dims, cost, weights, penalty, limits = _budget(domain.budget, observations)
-    facts = _fact_tables(domain, prop_names, prop_values, obs_names, outcome_names, lik.shape[1])
+    facts = _fact_tables(domain, prop_names, ix, obs_names, outcome_names, lik.shape[1])
     relevance = np.array([np.nan if o.relevance is None else o.relevance for o in observations], dtype=np.float64)
     return CompiledDomain(
         domain=domain, prop_names=prop_names, prop_values=prop_values, var_names=var_names,
@@ -265,6 +315,43 @@ def compile_domain(domain) -> CompiledDomain:
     )
 
 
+class _Index:
+    """Names -> indices for the propositions and their values (dict look-ups, not list searches)."""
+
+    def __init__(self, prop_names, prop_values):
+        self.prop_pos = {p: i for i, p in enumerate(prop_names)}
+        self.value_pos = [{v: j for j, v in enumerate(vals)} for vals in prop_values]
+        self.sizes = [len(vals) for vals in prop_values]
+
+    def state_code(self, pairs) -> int:
+        """The world-state index (C order) of a full assignment ``((proposition, value), ...)``."""
+        vi = dict((self.prop_pos[p], self.value_pos[self.prop_pos[p]][v]) for p, v in pairs)
+        code = 0
+        for a, size in enumerate(self.sizes):
+            code = code * size + vi[a]
+        return code
+
+
+def _grid(sizes) -> np.ndarray:
+    """int64[prod(sizes), len(sizes)]: every combination of value indices, in C order (the last varies fastest).
+
+    Mixed-radix digits of 0, 1, ...: the order of ``itertools.product``, for
+    any number of variables (``numpy.unravel_index`` stops at 64).
+
+    >>> _grid([2, 3]).tolist()
+    [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+    """
+    n = math.prod(sizes)
+    out = np.zeros((n, len(sizes)), dtype=np.int64)
+    index = np.arange(n, dtype=np.int64)
+    stride = 1
+    for a in range(len(sizes) - 1, -1, -1):
+        if sizes[a] > 1:  # a variable of one value stays 0
+            out[:, a] = (index // stride) % sizes[a]
+            stride *= sizes[a]
+    return out
+
+
 def _lineage_groups(observations) -> dict:
     """Lineage groups with at least two members (each gets a latent variable): ``{group: [members]}``."""
     members: dict[str, list] = {}
@@ -274,57 +361,79 @@ def _lineage_groups(observations) -> dict:
     return {g: ms for g, ms in members.items() if len(ms) >= 2}
 
 
-def _joint_states(domain, prop_names, prop_values, groups: dict):
-    """``(states int64[S, V], prior float64[S], world_of[S], worlds)``: the joint states, lineage variables last.
+def _joint_states(domain, ix: _Index, groups: dict):
+    """``(world int64[W, P], states int64[S, V], prior float64[S], world_of int64[S])``, lineage variables last.
 
-    ``worlds[w]`` is world state w as ``{proposition: value}``; ``world_of[s]``
-    the world state of joint state s (the propositions' part).
+    World states are in C order of the propositions' values (the order of
+    ``itertools.product``); each world state is followed by its lineage
+    combinations, also in C order. ``world_of[s]`` is the world state of joint
+    state s. Products are taken in the same order, one factor at a time, as a
+    loop over states would, so the numbers are the same to the bit.
     """
-    world_states = list(itertools.product(*(range(len(v)) for v in prop_values)))
-    worlds = [{prop_names[p]: prop_values[p][vi] for p, vi in enumerate(ws)} for ws in world_states]
+    sizes = ix.sizes
+    W = math.prod(sizes)
+    world = _grid(sizes)
     if domain.prior.marginals is not None:
-        marg = {p: dict(dist) for p, dist in domain.prior.marginals}
-        wprior = [math.prod(marg[p][st[p]] for p in prop_names) for st in worlds]
+        marg = dict(domain.prior.marginals)
+        wprior = None
+        for p, name in enumerate(ix.prop_pos):
+            dist = dict(marg[name])
+            m = np.array([dist[v] for v in ix.value_pos[p]], dtype=np.float64)[world[:, p]]
+            wprior = m if wprior is None else wprior * m
     else:
-        table = {tuple(sorted(c.when)): c.value for c in domain.prior.joint}
-        wprior = [table.get(tuple(sorted(st.items())), 0.0) for st in worlds]
+        wprior = np.zeros(W)
+        for c in domain.prior.joint:
+            wprior[ix.state_code(c.when)] = c.value
     firsts = [ms[0] for ms in groups.values()]
-    latent_dists = [[_lik_dist(first.likelihood, st) for st in worlds] for first in firsts]  # [group][world]
-    latent_ranges = [range(len(first.outcomes)) for first in firsts]
-    states, prior, world_of = [], [], []
-    for w, ws in enumerate(world_states):
-        for combo in itertools.product(*latent_ranges):
-            p = wprior[w]
-            for gi, l in enumerate(combo):
-                p *= latent_dists[gi][w].get(firsts[gi].outcomes[l], 0.0)
-            states.append(tuple(ws) + tuple(combo))
-            prior.append(p)
-            world_of.append(w)
-    S = len(states)
-    states_arr = np.array(states, dtype=np.int64).reshape(S, len(prop_names) + len(groups))
-    prior_arr = np.array(prior, dtype=np.float64)
-    return states_arr, prior_arr / prior_arr.sum(), world_of, worlds
+    latent_sizes = [len(first.outcomes) for first in firsts]
+    L = math.prod(latent_sizes)
+    if not firsts:  # no lineage variable: the joint states are the world states
+        return world, world, wprior / wprior.sum(), np.arange(W, dtype=np.int64)
+    world_of = np.repeat(np.arange(W, dtype=np.int64), L)
+    combos = _grid(latent_sizes)
+    states = np.concatenate([world[world_of], np.tile(combos, (W, 1))], axis=1)
+    prior = wprior[world_of]
+    for gi, first in enumerate(firsts):
+        probs = _case_probs(first.likelihood, first.outcomes)[_case_of(first.likelihood.cases, world, sizes,
+                                                                       ix.prop_pos, ix.value_pos)]  # [W, k]
+        prior = prior * probs[world_of, states[:, len(sizes) + gi]]
+    return world, states, prior / prior.sum(), world_of
 
 
-def _likelihoods(observations, n_outcomes, states, world_of, worlds, group_var: dict):
+def _world_loss(loss, world: np.ndarray, ix: _Index) -> np.ndarray:
+    """float64[W]: an action's loss in each world state (a table form sums in file order)."""
+    if loss.constant is not None:
+        return np.full(len(world), loss.constant, dtype=np.float64)
+    if loss.tables is not None:
+        total = None
+        for p, table in loss.tables:
+            a = ix.prop_pos[p]
+            by_value = dict(table)
+            row = np.array([by_value[v] for v in ix.value_pos[a]], dtype=np.float64)[world[:, a]]
+            total = row if total is None else total + row
+        return total
+    values = np.array([c.value for c in loss.cases], dtype=np.float64)
+    return values[_case_of(loss.cases, world, ix.sizes, ix.prop_pos, ix.value_pos)]
+
+
+def _likelihoods(observations, n_outcomes, states, world, world_of, ix: _Index, group_var: dict):
     """``(lik float64[O, Y, S], lineage int64[O])``; a lineage member reads its latent variable exactly."""
     O, S = len(observations), len(states)
     Y = int(n_outcomes.max()) if O else 1
     lik = np.zeros((O, Y, S))
     lineage = np.full(O, -1, dtype=np.int64)
+    cols = np.arange(S)
     for oi, o in enumerate(observations):
         f = o.failure_rate
         k = len(o.outcomes)
         if o.lineage in group_var:
             v = group_var[o.lineage]
             lineage[oi] = v
-            for s in range(S):
-                lik[oi, states[s, v], s] = 1.0 - f
+            lik[oi, states[:, v], cols] = 1.0 - f
         else:
-            for s in range(S):
-                dist = _lik_dist(o.likelihood, worlds[world_of[s]])
-                for y, name in enumerate(o.outcomes):
-                    lik[oi, y, s] = (1.0 - f) * dist.get(name, 0.0)
+            probs = _case_probs(o.likelihood, o.outcomes)[_case_of(o.likelihood.cases, world, ix.sizes,
+                                                                   ix.prop_pos, ix.value_pos)]  # [W, k]
+            lik[oi, :k, :] = ((1.0 - f) * probs).T[:, world_of]
         lik[oi, k, :] = f
     return lik, lineage
 
@@ -333,23 +442,25 @@ def _budget(budget, observations):
     """``(dims, cost float64[O, D], weights float64[D], penalty float64[O], limits float64[D])``."""
     dims = tuple(budget.dimensions)
     O, D = len(observations), len(dims)
+    dim_pos = {d: i for i, d in enumerate(dims)}
     lim_map, w_map = dict(budget.limits), dict(budget.weights)
     limits = np.array([lim_map.get(d, np.inf) for d in dims], dtype=np.float64)
     weights = np.array([w_map.get(d, 0.0) for d in dims], dtype=np.float64)
     cost = np.zeros((O, D))
     for oi, o in enumerate(observations):
         for d, c in o.cost:
-            cost[oi, dims.index(d)] = c
+            cost[oi, dim_pos[d]] = c
     penalty = cost @ weights if D else np.zeros(O)
     return dims, cost, weights, penalty, limits
 
 
-def _fact_tables(domain, prop_names, prop_values, obs_names, outcome_names, Y: int) -> Facts:
+def _fact_tables(domain, prop_names, ix: _Index, obs_names, outcome_names, Y: int) -> Facts:
     """The establishing tables and the compiled requirement / precondition expressions."""
     observations = domain.observations
     O, A, P = len(observations), len(domain.actions), len(prop_names)
-    prop_index = {n: i for i, n in enumerate(prop_names)}
+    prop_index = ix.prop_pos
     obs_index = {n: i for i, n in enumerate(obs_names)}
+    outcome_pos = [{y: k for k, y in enumerate(names)} for names in outcome_names]
     est_prop = np.full(O, NO_PROP, dtype=np.int64)
     est_kind = np.full(O, EST_NONE, dtype=np.int64)
     est_value = np.full((O, Y), NO_VALUE, dtype=np.int64)
@@ -359,8 +470,8 @@ def _fact_tables(domain, prop_names, prop_values, obs_names, outcome_names, Y: i
             est_prop[oi] = p
             est_kind[oi] = EST_ESTABLISH if o.role == "establish" else EST_SUPERSEDE
             for y_name, v_name in o.establishes:
-                est_value[oi, o.outcomes.index(y_name)] = prop_values[p].index(v_name)
-    builder = _ExprBuilder(prop_index, prop_values, obs_index, outcome_names)
+                est_value[oi, outcome_pos[oi][y_name]] = ix.value_pos[p][v_name]
+    builder = _ExprBuilder(prop_index, ix.value_pos, obs_index, outcome_pos)
     action_mentions = np.zeros((A, P), dtype=np.bool_)
     obs_mentions = np.zeros((O, P), dtype=np.bool_)
     action_req = np.array([builder.add(act.requires, action_mentions[a]) if act.requires is not None else NO_EXPR

@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 __all__ = ["PlannerError", "DomainError", "SessionError", "CallerError", "PolicyError", "WorldError",
-           "ReceiptError", "SearchCapError", "format_path"]
+           "ReceiptError", "SearchCapError", "format_path", "one_line", "MAX_MESSAGE_CHARS"]
+
+#: The longest error line, ``<path>: <what>`` together: longer ones end in
+#: ``...``. A name copied from a hostile file can be any length (200,000
+#: characters were seen); the line that reports it stays readable.
+MAX_MESSAGE_CHARS = 300
+
+#: The longest path part of a :class:`DomainError` before it is cut (the rest
+#: of the line is left for what is wrong).
+_MAX_PATH_CHARS = 150
+
+_ELLIPSIS = "..."
 
 
 class PlannerError(Exception):
@@ -29,17 +40,51 @@ def format_path(parts) -> str:
     return out or "(top level)"
 
 
+def _escape(text: str) -> str:
+    """`text` with every character that is not printable written as ``repr`` writes it (``\\n``, ``\\x1b``)."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def one_line(text, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`text` as one printable line of at most `limit` characters.
+
+    Control characters (newlines, carriage returns, escape sequences) are
+    written as ``repr`` writes them, so nothing a file contains can start a
+    new line or drive the terminal; a longer text is cut and ends in ``...``.
+
+    >>> one_line("bad name 'a\\n'\\r\\x1b[2J")
+    "bad name 'a\\\\n'\\\\r\\\\x1b[2J"
+    >>> one_line("x" * 20, limit=10)
+    'xxxxxxx...'
+    """
+    # Cut first, cheaply: a character escapes to one character or more, so the
+    # first `limit` characters of the line come from the first `limit` of the text.
+    text = _escape(str(text)[:limit + 1])
+    if len(text) > limit:
+        text = text[:max(limit - len(_ELLIPSIS), 0)] + _ELLIPSIS
+    return text
+
+
 class DomainError(PlannerError):
     """A domain file is malformed. ``str(err)`` is ``"<path>: <what is wrong>"``.
 
+    Both parts go through :func:`one_line`: the whole text is one printable
+    line of at most :data:`MAX_MESSAGE_CHARS` characters, whatever the file
+    holds, and ``str(err) == f"{err.path}: {err.message}"`` still.
+
     >>> str(DomainError(["prior", "approval"], "sums to 0.9, not 1"))
     'prior.approval: sums to 0.9, not 1'
+    >>> str(DomainError(["world"], "invalid name 'x\\n'"))
+    "world: invalid name 'x\\\\n'"
     """
 
     def __init__(self, path, message: str):
-        self.path = format_path(path) if not isinstance(path, str) else path
-        self.message = message
-        super().__init__(f"{self.path}: {message}")
+        path = format_path(path) if not isinstance(path, str) else path
+        self.path = one_line(path, _MAX_PATH_CHARS)
+        self.message = one_line(message, MAX_MESSAGE_CHARS - len(self.path) - 2)
+        super().__init__(f"{self.path}: {self.message}")
 
 
 class SessionError(PlannerError):

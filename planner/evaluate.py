@@ -15,7 +15,13 @@ conditionally independent given the state), so the work is one
 ``policy.decide`` per distinct node the policy can reach.
 
 Stops are built by the session's own stop logic, so the stop reasons are the
-ones a live session would record.
+ones a live session would record. The same walk gives the acquisition harm
+(:mod:`planner.harm`): at a leaf reached with probability P(leaf) and belief
+b_leaf, the joint probability of leaf and state s is P(leaf) b_leaf(s), so
+the probability that the final action is wrong in the true world where the
+prior's was right is a sum over leaves, like the expected loss. The policy is
+asked only for its choice (:meth:`~planner.policies.base.Policy.choose`), not
+for the candidate table a session prints.
 """
 
 from __future__ import annotations
@@ -23,10 +29,13 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
+from lookahead.core import TIE
 from planner.errors import PlannerError, SessionError
+from planner.node import Decision
 from planner.session import Session, stop_at
 
-__all__ = ["PolicyEvaluation", "evaluate_policy", "fold_policy_tree", "policy_children", "MAX_EVAL_NODES"]
+__all__ = ["PolicyEvaluation", "evaluate_policy", "fold_policy_tree", "policy_children", "correct_actions",
+           "MAX_EVAL_NODES"]
 
 #: Distinct nodes an exact evaluation may visit before it gives up.
 MAX_EVAL_NODES = 200_000
@@ -58,22 +67,28 @@ def fold_policy_tree(session, at_stop, at_observe, *, max_nodes: int, what: str)
     """Fold the outcome tree a policy's own choices span, bottom-up, memoised.
 
     Nodes are keyed on the pairs seen (a DAG, like the lookahead's). At a node
-    where the policy stops the value is ``at_stop(node, decision)``; where it
-    acquires ``o``, ``at_observe(node, o, [(y, P(y | node, o), child value), ...])``
-    over :func:`policy_children`. Returns ``(root value, root decision, nodes
+    where the policy stops the value is ``at_stop(node, limited)`` (`limited`:
+    the policy stopped by its own fixed rule); where it acquires ``o``,
+    ``at_observe(node, o, [(y, P(y | node, o), child value), ...])`` over
+    :func:`policy_children`. Returns ``(root value, root choice, nodes
     visited)``; past `max_nodes` distinct nodes a one-line
     :class:`~planner.errors.PlannerError` names `what`.
 
     >>> import planner
-    >>> s = planner.Session(planner.load_domain("payment_release"))
-    >>> leaves, first, n = fold_policy_tree(s, lambda node, d: 1, lambda node, o, kids: sum(v for _, _, v in kids),
+    >>> s = planner.Session(planner.load_domain("payment_release"), "one-step")
+    >>> leaves, first, n = fold_policy_tree(s, lambda node, lim: 1, lambda node, o, kids: sum(v for _, _, v in kids),
     ...                                      max_nodes=100, what="leaf count")
-    >>> leaves, first.observe, n
+    >>> leaves, first, n
     (2, 0, 3)
     """
     pol, c = session.policy, session.compiled
     memo: dict = {}
     root_decision: list = []
+    choose = getattr(pol, "choose", None)
+    if choose is None:  # an object with decide() only (the interface's minimum)
+        def choose(node):
+            d = pol.decide(node)
+            return d.observe, d.limited
 
     def visit(node):
         key = node.key
@@ -81,13 +96,12 @@ def fold_policy_tree(session, at_stop, at_observe, *, max_nodes: int, what: str)
             return memo[key]
         if len(memo) >= max_nodes:
             raise PlannerError(f"{what} of {pol.spec} on {c.domain.name} visits more than {max_nodes} nodes")
-        decision = pol.decide(node)
+        o, limited = choose(node)
         if not root_decision:
-            root_decision.append(decision)
-        if decision.observe is None:
-            out = at_stop(node, decision)
+            root_decision.append(o)
+        if o is None:
+            out = at_stop(node, limited)
         else:
-            o = decision.observe
             out = at_observe(node, o, [(y, z, visit(child)) for y, z, child in policy_children(node, o, pol.spec)])
         memo[key] = out
         return out
@@ -132,6 +146,13 @@ class PolicyEvaluation:
         of the policy tree).
     n_nodes : int
         Distinct decision nodes visited (the tree's nodes, shared as a DAG).
+    no_retrieval_action : str
+        The action taken on the prior, ``u0``.
+    harm, fixed : float
+        P(u0 right in the true world, the final action wrong), and the reverse
+        (:mod:`planner.harm`).
+    correct_before, correct_after : float
+        P(u0 right), P(the final action right).
     """
 
     domain: str
@@ -147,6 +168,11 @@ class PolicyEvaluation:
     first: str | None
     n_leaves: int
     n_nodes: int
+    no_retrieval_action: str
+    harm: float
+    fixed: float
+    correct_before: float
+    correct_after: float
 
     def to_json(self) -> dict:
         """A JSON-ready dict (distributions as objects, keys as strings)."""
@@ -164,17 +190,26 @@ class PolicyEvaluation:
             "first": self.first,
             "n_leaves": self.n_leaves,
             "n_nodes": self.n_nodes,
+            "no_retrieval_action": self.no_retrieval_action,
+            "acquisition_harm": self.harm,
+            "acquisition_fixed": self.fixed,
+            "correct_before": self.correct_before,
+            "correct_after": self.correct_after,
         }
 
 
 class _Sub:
     """Expectations below one node (conditional on reaching it)."""
 
-    __slots__ = ("decision", "penalty", "reasons", "actions", "calls", "acq", "spent", "leaves")
+    __slots__ = ("decision", "penalty", "reasons", "actions", "calls", "acq", "spent", "leaves", "harm", "fixed",
+                 "after")
 
     def __init__(self, D):
         self.decision = 0.0
         self.penalty = 0.0
+        self.harm = 0.0
+        self.fixed = 0.0
+        self.after = 0.0
         self.reasons: dict = {}
         self.actions: dict = {}
         self.calls: dict = {}
@@ -185,6 +220,9 @@ class _Sub:
     def add(self, other, w: float):
         self.decision += w * other.decision
         self.penalty += w * other.penalty
+        self.harm += w * other.harm
+        self.fixed += w * other.fixed
+        self.after += w * other.after
         for mine, theirs in ((self.reasons, other.reasons), (self.actions, other.actions),
                              (self.calls, other.calls), (self.acq, other.acq)):
             for k, p in theirs.items():
@@ -231,10 +269,16 @@ def evaluate_policy(domain, policy, caller=None, *, max_nodes: int = MAX_EVAL_NO
     pol = session.policy
     D = len(c.dims)
     calls_dim = c.dims.index("calls") if "calls" in c.dims else None
+    ok = correct_actions(c.loss)                  # [A, S]
+    ok0 = ok[session.node.action]                 # the prior's action is right in s
 
-    def at_stop(node, decision):
+    def at_stop(node, limited):
         sub = _Sub(D)
-        stop = stop_at(node, decision)  # the session's own stop reasons
+        stop = stop_at(node, Decision(observe=None, candidates=(), limited=limited))  # the session's stop reasons
+        right = ok[node.action]
+        sub.harm = float(node.belief @ (ok0 & ~right))
+        sub.fixed = float(node.belief @ (~ok0 & right))
+        sub.after = float(node.belief @ right)
         sub.decision = stop.expected_loss
         sub.reasons = {stop.reason: 1.0}
         sub.actions = {stop.action: 1.0}
@@ -252,9 +296,9 @@ def evaluate_policy(domain, policy, caller=None, *, max_nodes: int = MAX_EVAL_NO
             sub.add(child, z)
         return sub
 
-    res, root_decision, n_nodes = fold_policy_tree(session, at_stop, at_observe, max_nodes=max_nodes,
-                                                   what="exact evaluation")
-    first = None if root_decision.observe is None else c.obs_names[root_decision.observe]
+    res, root_choice, n_nodes = fold_policy_tree(session, at_stop, at_observe, max_nodes=max_nodes,
+                                                 what="exact evaluation")
+    first = None if root_choice is None else c.obs_names[root_choice]
     return PolicyEvaluation(
         domain=c.domain.name, policy=pol.spec,
         expected_total_loss=res.decision + res.penalty, expected_decision_loss=res.decision,
@@ -262,4 +306,16 @@ def evaluate_policy(domain, policy, caller=None, *, max_nodes: int = MAX_EVAL_NO
         calls=_pairs(res.calls), acquisitions=_pairs(res.acq),
         expected_spent=tuple((d, float(res.spent[i])) for i, d in enumerate(c.dims)),
         first=first, n_leaves=res.leaves, n_nodes=n_nodes,
+        no_retrieval_action=c.action_names[session.node.action], harm=res.harm, fixed=res.fixed,
+        correct_before=float(np.asarray(c.prior) @ ok0), correct_after=res.after,
     )
+
+
+def correct_actions(loss) -> np.ndarray:
+    """``bool[A, S]``: action a minimises the loss in state s (within :data:`~lookahead.core.TIE`).
+
+    >>> correct_actions(np.array([[0.0, 100.0], [8.0, 1.0]])).tolist()
+    [[True, False], [False, True]]
+    """
+    loss = np.asarray(loss, dtype=np.float64)
+    return loss <= loss.min(axis=0, keepdims=True) + TIE

@@ -13,25 +13,22 @@ outcome of positive probability, exactly as exact evaluation does,
 with s drawn from the prior and outcomes from the likelihoods (failures
 included). ``P(correct after) = P(correct before) - harm + fixed``.
 
-The recursion memoises, per node (the set of pairs seen), the distribution of
-the final action given each state: ``F(n)[a, s] = P(final action a | s, n)``;
-``F(n) = e_{action(n)}`` where the policy stops and ``F(n) = sum_y P(y | s, o)
-F(n + (o, y))`` where it acquires ``o``.
+Exact evaluation computes both in its one walk of the policy's outcome tree
+(:func:`planner.evaluate.evaluate_policy`): at a leaf reached with probability
+P(leaf) and belief b_leaf, P(leaf, s) = P(leaf) b_leaf(s), so each
+probability is a sum over leaves like the expected loss.
 """
 
 from __future__ import annotations
 
 import attrs
-import numpy as np
 
-from lookahead.core import TIE
-from planner.evaluate import fold_policy_tree
-from planner.session import Session
+from planner.evaluate import MAX_EVAL_NODES, correct_actions, evaluate_policy
 
 __all__ = ["AcquisitionHarm", "acquisition_harm", "correct_actions", "MAX_HARM_NODES"]
 
 #: Distinct nodes the enumeration may visit before it gives up.
-MAX_HARM_NODES = 200_000
+MAX_HARM_NODES = MAX_EVAL_NODES
 
 
 @attrs.frozen(kw_only=True)
@@ -67,15 +64,12 @@ class AcquisitionHarm:
     def to_json(self) -> dict:
         return attrs.asdict(self)
 
-
-def correct_actions(loss) -> np.ndarray:
-    """``bool[A, S]``: action a minimises the loss in state s (within :data:`~lookahead.core.TIE`).
-
-    >>> correct_actions(np.array([[0.0, 100.0], [8.0, 1.0]])).tolist()
-    [[True, False], [False, True]]
-    """
-    loss = np.asarray(loss, dtype=np.float64)
-    return loss <= loss.min(axis=0, keepdims=True) + TIE
+    @classmethod
+    def of(cls, ev) -> "AcquisitionHarm":
+        """The harm part of a :class:`~planner.evaluate.PolicyEvaluation`."""
+        return cls(domain=ev.domain, policy=ev.policy, no_retrieval_action=ev.no_retrieval_action, harm=ev.harm,
+                   fixed=ev.fixed, correct_before=ev.correct_before, correct_after=ev.correct_after,
+                   n_nodes=ev.n_nodes)
 
 
 def acquisition_harm(domain, policy, caller=None, *, max_nodes: int = MAX_HARM_NODES) -> AcquisitionHarm:
@@ -90,10 +84,6 @@ def acquisition_harm(domain, policy, caller=None, *, max_nodes: int = MAX_HARM_N
         As for :class:`planner.Session`.
     max_nodes : int
         Cap on distinct nodes visited; past it a :class:`~planner.errors.PlannerError`.
-
-    Returns
-    -------
-    AcquisitionHarm
 
     Raises
     ------
@@ -114,31 +104,4 @@ def acquisition_harm(domain, policy, caller=None, *, max_nodes: int = MAX_HARM_N
     >>> round(h.correct_before, 6), round(h.correct_after, 6)
     (0.45, 0.99)
     """
-    session = Session(domain, policy, caller=caller)
-    c = session.compiled
-    pol = session.policy
-    A, S = c.loss.shape
-
-    def at_stop(node, decision):
-        out = np.zeros((A, S))
-        out[node.action, :] = 1.0
-        return out
-
-    def at_observe(node, o, kids):
-        # P(final action | state), so children are weighted by P(y | s), not P(y | belief)
-        return sum(c.lik[o, y][None, :] * child for y, _, child in kids)
-
-    final, _, n_nodes = fold_policy_tree(session, at_stop, at_observe, max_nodes=max_nodes,
-                                         what="acquisition harm")  # [A, S]
-    root = session.node
-    ok = correct_actions(c.loss)             # [A, S]
-    ok0 = ok[root.action]                    # [S]
-    prior = np.asarray(c.prior)
-    ok_after = (final * ok).sum(axis=0)      # P(final correct | s)
-    return AcquisitionHarm(
-        domain=c.domain.name, policy=pol.spec, no_retrieval_action=c.action_names[root.action],
-        harm=float(prior @ (ok0 * (1.0 - ok_after))),
-        fixed=float(prior @ (~ok0 * ok_after)),
-        correct_before=float(prior @ ok0), correct_after=float(prior @ ok_after),
-        n_nodes=n_nodes,
-    )
+    return AcquisitionHarm.of(evaluate_policy(domain, policy, caller, max_nodes=max_nodes))

@@ -2,17 +2,31 @@
 
 Validation runs in three passes, each stopping at the first problem:
 
-1. syntax: YAML/JSON parse errors (with line and column), duplicate keys (with
-   the mapping they are in and both lines), an empty file, non-string keys,
-   and non-finite or overlarge numbers anywhere;
+1. syntax: the file's size (:data:`MAX_FILE_BYTES`, checked before reading),
+   YAML/JSON parse errors (with line and column), control characters, nesting
+   (:data:`MAX_DEPTH`) and, with every YAML alias and merge key expanded, the
+   number of nodes (:data:`MAX_NODES`) and of characters
+   (:data:`MAX_TEXT_CHARS`), all bounded while the YAML node graph is composed,
+   before anything is built from it; duplicate keys (with the mapping they are
+   in and both lines), an empty file, non-string keys, and non-finite or
+   overlarge numbers anywhere (an integer literal of more than
+   :data:`MAX_INT_DIGITS` digits is not even converted);
 2. structure: the JSON Schema shipped in ``planner/schema/domain.schema.json``
    (missing and unknown fields, types, negative numbers, probabilities above 1,
    bad names);
 3. meaning: the joint state space fits :data:`MAX_JOINT_STATES`, probabilities
    sum to 1 (tolerance :data:`SUM_TOLERANCE`), every name resolves, required
-   outcomes exist, tables cover every state, reserved and duplicate names,
-   lineage members agree, no cyclic preconditions, and at least one decision
-   action has no ``requires`` (the fallback when no evidence can be had).
+   outcomes exist, tables cover every state (under :data:`MAX_CASE_CHECKS`),
+   reserved and duplicate names, every budget dimension named in ``limits`` or
+   ``weights`` is used somewhere else too (or declared in
+   ``budget.dimensions``), lineage members agree, the compiled arrays fit
+   :data:`MAX_ARRAY_BYTES` each, no penalty, loss or sum of them overflows a
+   float, no cyclic preconditions, and at least one decision action has no
+   ``requires`` (the fallback when no evidence can be had).
+
+The caps bound the work of every pass whatever the input: a file under them
+loads and compiles in well under a second (``bench/fuzz_domains.py`` measures
+it), and one over them is refused with one line naming the cap.
 
 Every failure is a :class:`planner.errors.DomainError` whose message is one line
 ``"<path in the file>: <what is wrong>"``. The format and every error kind are
@@ -30,19 +44,23 @@ from __future__ import annotations
 import datetime as _dt
 import difflib
 import hashlib
-import itertools
+import inspect
 import json
 import math
 import re
 import sys
+from collections import Counter
 from importlib import resources
+from itertools import islice
 from pathlib import Path
 
 import jsonschema
 import networkx as nx
+import numpy as np
 import yaml
 
-from planner.errors import DomainError, format_path
+from planner.compile import case_table
+from planner.errors import DomainError
 from planner.model import (
     UNAVAILABLE,
     Action,
@@ -62,15 +80,76 @@ from planner.model import (
 )
 
 __all__ = ["domain_fields", "read_domain_file", "parse_domain_text", "domain_schema", "content_hash",
-           "SUM_TOLERANCE", "MAX_JOINT_STATES", "RESERVED_NAMES"]
+           "SUM_TOLERANCE", "MAX_JOINT_STATES", "RESERVED_NAMES", "MAX_FILE_BYTES", "MAX_DEPTH", "MAX_NODES",
+           "MAX_TEXT_CHARS", "MAX_INT_DIGITS", "MAX_ARRAY_BYTES", "MAX_CASE_CHECKS"]
 
 #: Probabilities must sum to 1 within this tolerance after reading.
 SUM_TOLERANCE = 1e-9
 
+#: The largest domain file, in bytes, checked before it is read. The shipped
+#: domains are under 8 KB and the study's largest generated one about 11 KB;
+#: the pure-Python YAML parser reads 256 KiB of any text in well under a second
+#: (a 50 MB file took 265 s).
+MAX_FILE_BYTES = 256 * 1024
+
+#: The deepest nesting of mappings and lists; the top-level mapping is level 1.
+#: The format needs about 10 (a fact expression nests two levels per all/any);
+#: the parsers, the schema and the loader recurse once per level, so this also
+#: keeps them far from Python's recursion limit.
+MAX_DEPTH = 64
+
+#: The most nodes (mappings, lists, keys and scalars) the data may hold with
+#: every YAML alias and merge key expanded, counted while the node graph is
+#: composed, so that an alias bomb stops before anything is built from it. The
+#: largest shipped or generated domain has about 1,600; the pure-Python YAML
+#: parser and the schema check each spend some 30 microseconds a node, so
+#: this keeps the worst file near half a second.
+MAX_NODES = 10_000
+
+#: The most characters the strings of the data may hold with every alias
+#: expanded (one long string aliased many times is a bomb of few nodes).
+MAX_TEXT_CHARS = 4 * MAX_FILE_BYTES
+
+#: Integer literals with more significant digits than this are refused as too
+#: large without being converted: a float holds at most 1.8e308 (309 decimal,
+#: 1024 binary digits), and Python refuses to convert more than 4,300 decimal
+#: digits at all.
+MAX_INT_DIGITS = 1100
+
+#: The most bytes any one compiled array may take (the likelihood table
+#: observations x outcome slots x states, the loss table actions x states, the
+#: state table states x variables, the cost table, the fact tables), checked
+#: before anything is allocated. Every session step reads these arrays, so the
+#: cap bounds the work of a step too: at this size compiling takes about 0.2 s
+#: and a one-step decision about 0.35 s of CPU. The shipped domains need at
+#: most a few kilobytes, the largest benchmark (4,096 states x 40
+#: observations) 5 MB.
+MAX_ARRAY_BYTES = 16_000_000
+
 #: The largest joint state space accepted: the product of the propositions'
 #: value counts, times the outcome count of each lineage group with two or more
-#: members (each such group adds one latent variable).
-MAX_JOINT_STATES = 4096
+#: members (each such group adds one latent variable). As large as
+#: :data:`MAX_ARRAY_BYTES` allows for the smallest useful domain, one
+#: observation with one outcome (two outcome slots with ``unavailable``: 16
+#: bytes a state in the likelihood table); the byte cap then bounds the rest.
+MAX_JOINT_STATES = MAX_ARRAY_BYTES // 16
+
+#: The most (case, state) checks the ``cases`` tables of a file may take
+#: together: each table costs its number of cases times the number of value
+#: combinations of the propositions its cases mention.
+MAX_CASE_CHECKS = 16_000_000
+
+#: At most this many schema errors are collected to choose the one reported
+#: (the shallowest): a garbage file can have one per node.
+_MAX_SCHEMA_ERRORS = 200
+
+#: Did-you-mean hints compare a name with at most this many choices, and only
+#: names up to this long (difflib is quadratic in the name's length).
+_MAX_HINT_CHOICES = 2000
+_MAX_HINT_NAME = 100
+
+#: The message tail of every overflow.
+_OVERFLOW = "(more than 1.8e308)"
 
 #: Words the file format uses as keys (``all``/``any`` in requirements,
 #: ``cases`` in losses and likelihoods, ``joint`` in the prior) and the outcome
@@ -86,15 +165,82 @@ _NAME_RULE = "letters, digits, '_' and '-', not starting with a digit"
 # Pass 1: syntax
 
 
+def _mark_where(mark) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}"
+
+
+class _TooLarge:
+    """An integer literal too long to convert (:data:`MAX_INT_DIGITS`); reported where it sits."""
+
+    def __repr__(self) -> str:
+        return "<number too large>"
+
+
+_TOO_LARGE = _TooLarge()
+
+
+def _int_too_long(text: str) -> bool:
+    """More than :data:`MAX_INT_DIGITS` significant digits (signs, ``_``, base prefixes and leading zeros aside)."""
+    digits = text.replace("_", "").lstrip("+-")
+    if digits[:2] in ("0x", "0b"):
+        digits = digits[2:]
+    return len(digits.lstrip("0")) > MAX_INT_DIGITS
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that reads only true/false as booleans and keeps times as strings.
+    """SafeLoader that reads only true/false as booleans, keeps times as strings, and bounds its work.
 
     YAML 1.1 reads ``yes``, ``no``, ``on``, ``off`` as booleans, which would turn
     an outcome called ``no`` into ``False``; here they stay strings. Timestamps
     stay strings so that YAML and JSON files read alike. ``1e-3`` and ``1.5e3``
     (YAML 1.2 and JSON spellings, strings in YAML 1.1) read as numbers.
     Duplicate keys are found on the node tree (:func:`_yaml_duplicate`).
+
+    While the node graph is composed (before anything is constructed from it)
+    the loader counts its nesting depth and, with every alias expanded, its
+    nodes and characters, and stops at :data:`MAX_DEPTH`, :data:`MAX_NODES` or
+    :data:`MAX_TEXT_CHARS`: an alias costs what the anchored node holds, so an
+    alias (or merge-key) bomb stops after a few thousand events instead of
+    being built. An alias of a node that is still open (``&a [*a]``) is refused.
     """
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = 0
+        self._nodes = 0
+        self._chars = 0
+        self._sizes: dict = {}  # anchor -> (nodes, characters) of the closed anchored node
+
+    def _grow(self, nodes: int, chars: int, mark, alias: bool) -> None:
+        self._nodes += nodes
+        self._chars += chars
+        what = "aliases expand the file" if alias else "the file holds"
+        if self._nodes > MAX_NODES:
+            raise DomainError(_mark_where(mark), f"{what} past the cap of {MAX_NODES:,} nodes")
+        if self._chars > MAX_TEXT_CHARS:
+            raise DomainError(_mark_where(mark), f"{what} past the cap of {MAX_TEXT_CHARS:,} characters")
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            if event.anchor in self.anchors:  # (an undefined alias is the composer's own error)
+                size = self._sizes.get(event.anchor)
+                if size is None:
+                    raise DomainError(_mark_where(event.start_mark),
+                                      f"alias *{event.anchor} refers to the node that contains it")
+                self._grow(*size, event.start_mark, alias=True)
+            return super().compose_node(parent, index)
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise DomainError(_mark_where(event.start_mark), f"nested deeper than the cap of {MAX_DEPTH} levels")
+        before = (self._nodes, self._chars)
+        scalar = len(event.value) if isinstance(event, yaml.ScalarEvent) else 0
+        self._grow(1, scalar, event.start_mark, alias=False)
+        node = super().compose_node(parent, index)
+        self._depth -= 1
+        if event.anchor is not None:
+            self._sizes[event.anchor] = (self._nodes - before[0], self._chars - before[1])
+        return node
 
 
 _DROPPED_TAGS = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:timestamp")
@@ -107,6 +253,32 @@ _StrictLoader.add_implicit_resolver(
 _StrictLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
     list("-+0123456789"))
+
+
+def _checked_scalar(construct):
+    """A scalar constructor whose failures on odd text (``!!bool maybe``, ``!!int x``) are YAML errors."""
+    def run(loader, node):
+        try:
+            return construct(loader, node)
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {node.value!r} as {node.tag}", node.start_mark) from None
+    return run
+
+
+for _tag, _construct in list(yaml.SafeLoader.yaml_constructors.items()):
+    # Collections (generator constructors) raise their own errors; scalars are wrapped.
+    if _tag is not None and not inspect.isgeneratorfunction(_construct):
+        _StrictLoader.add_constructor(_tag, _checked_scalar(_construct))
+
+
+def _construct_int(loader, node):
+    if _int_too_long(node.value):
+        return _TOO_LARGE
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _checked_scalar(_construct_int))
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -157,6 +329,10 @@ def _json_pairs(pairs):
     return out
 
 
+def _json_int(text: str):
+    return _TOO_LARGE if _int_too_long(text) else int(text)
+
+
 def _json_duplicate(node, path) -> None:
     if isinstance(node, _DuplicateJSONObject):
         raise DomainError(path, f"duplicate key {_quote(node.duplicate)}")
@@ -168,10 +344,36 @@ def _json_duplicate(node, path) -> None:
             _json_duplicate(v, path + [i])
 
 
+#: A JSON string literal (escapes included), blanked out before brackets are counted.
+_JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def _json_depth_error(text: str) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH`, from the text, before the (recursive) parser sees it."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return
+    blank = _JSON_STRING.sub(lambda m: " " * len(m.group()), text)
+    codes = np.frombuffer(blank.encode("utf-32-le"), dtype=np.uint32)
+    step = np.isin(codes, (ord("["), ord("{"))).astype(np.int64) - np.isin(codes, (ord("]"), ord("}")))
+    depth = np.cumsum(step)
+    over = np.flatnonzero(depth > MAX_DEPTH)
+    if over.size:
+        pos = int(over[0])
+        line = text.count("\n", 0, pos) + 1
+        column = pos - text.rfind("\n", 0, pos)
+        raise DomainError(f"line {line}, column {column}", f"nested deeper than the cap of {MAX_DEPTH} levels")
+
+
+def _too_big(what: str, size: int) -> DomainError:
+    return DomainError("(file)", f"{what} is {size:,} bytes, over the cap of {MAX_FILE_BYTES:,} bytes "
+                                 f"({MAX_FILE_BYTES // 1024} KiB)")
+
+
 def read_domain_file(path) -> dict:
     """Parse a domain file into plain data, reporting syntax errors as one line.
 
-    Files ending in ``.json`` are read as JSON, anything else as YAML.
+    Files ending in ``.json`` are read as JSON, anything else as YAML. A file
+    over :data:`MAX_FILE_BYTES` is refused before it is read.
 
     Examples
     --------
@@ -182,7 +384,15 @@ def read_domain_file(path) -> dict:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise _too_big("the file", size)
+        with open(path, "rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)  # a device or a growing file may say less than it holds
+        if len(raw) > MAX_FILE_BYTES:
+            raise _too_big("the file", len(raw))
+        # As open(..., encoding="utf-8") would read it: universal newlines.
+        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         raise DomainError("(file)", f"no such file: {path}") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -194,7 +404,9 @@ def parse_domain_text(text: str, *, json_format: bool = False) -> dict:
     """Parse domain-file text (YAML, or JSON when `json_format`) and check its syntax.
 
     Raises :class:`~planner.errors.DomainError`; a parse error's path is its
-    line and column.
+    line and column. The work is bounded before anything is built: the text's
+    size (:data:`MAX_FILE_BYTES`), its nesting (:data:`MAX_DEPTH`) and, aliases
+    expanded, its nodes and characters (:data:`MAX_NODES`, :data:`MAX_TEXT_CHARS`).
 
     Examples
     --------
@@ -208,36 +420,60 @@ def parse_domain_text(text: str, *, json_format: bool = False) -> dict:
     Traceback (most recent call last):
     ...
     planner.errors.DomainError: line 1, column 11: JSON syntax error: Expecting value
+    >>> parse_domain_text("a: &x [*x]")
+    Traceback (most recent call last):
+    ...
+    planner.errors.DomainError: line 1, column 8: alias *x refers to the node that contains it
     """
+    if len(text) > MAX_FILE_BYTES:  # too long already in characters: not worth encoding
+        raise DomainError("(file)", f"the text is {len(text):,} characters, over the cap of {MAX_FILE_BYTES:,} "
+                                    f"bytes ({MAX_FILE_BYTES // 1024} KiB)")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+        raise _too_big("the text", len(text.encode("utf-8", "surrogatepass")))
     if not text.strip() or (not json_format and _only_comments(text)):
         raise DomainError("(top level)", "the file is empty (expected a mapping with domain, world, prior and actions)")
     if json_format:
+        _json_depth_error(text)
         try:
-            data = json.loads(text, object_pairs_hook=_json_pairs)
+            data = json.loads(text, object_pairs_hook=_json_pairs, parse_int=_json_int)
         except json.JSONDecodeError as e:
             raise DomainError(f"line {e.lineno}, column {e.colno}", f"JSON syntax error: {e.msg}") from None
         _json_duplicate(data, [])
     else:
-        loader = _StrictLoader(text)
+        loader = None
         try:
+            loader = _StrictLoader(text)  # the reader checks every character here
             node = loader.get_single_node()
             if node is not None:
                 _yaml_duplicate(node, [], set())
             data = loader.construct_document(node) if node is not None else None
+        except yaml.reader.ReaderError as e:
+            raise DomainError(*_reader_error(e, text)) from None
         except yaml.MarkedYAMLError as e:
             raise DomainError(*_yaml_error(e)) from None
         except yaml.YAMLError as e:
             raise DomainError("(file)", f"YAML syntax error: {str(e).splitlines()[0]}") from None
         finally:
-            loader.dispose()
+            if loader is not None:
+                loader.dispose()
     _check_top(data)
     return data
+
+
+def _reader_error(e, text: str) -> tuple:
+    """(location, message) of a character the YAML reader refuses (a control character)."""
+    pos = e.position
+    line = text.count("\n", 0, pos) + 1
+    column = pos - text.rfind("\n", 0, pos)
+    char = chr(e.character) if isinstance(e.character, int) else e.character
+    return f"line {line}, column {column}", (f"YAML syntax error: unacceptable character {char!r} "
+                                              "(control characters are not allowed)")
 
 
 def _yaml_error(e) -> tuple:
     """(location, message) of a YAML error; the context names where the construct began."""
     mark = e.problem_mark or e.context_mark
-    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "(file)"
+    where = _mark_where(mark) if mark else "(file)"
     problem = (e.problem or e.context or "invalid YAML").strip()
     cm = e.context_mark
     if e.problem and e.context and cm is not None and mark is not None and cm.line != mark.line:
@@ -256,7 +492,7 @@ def _check_top(data) -> None:
     if not isinstance(data, dict):
         raise DomainError("(top level)",
                           f"expected a mapping with domain, world, prior and actions, got {_type_name(data)}")
-    _check_scalars(data, [])
+    _check_scalars(data)
 
 
 def _yaml_word(x) -> str:
@@ -272,25 +508,81 @@ def _bad_key(k) -> str:
         return "key null is not a name: quote it"
     if isinstance(k, bool):
         return f"key {_yaml_word(k)} is a boolean, not a name: quote it"
+    if k is _TOO_LARGE:
+        return "key is a number too large for a float, not a name: quote it"
     if isinstance(k, (int, float)):
+        if isinstance(k, int) and abs(k) > sys.float_info.max:
+            return "key is a number too large for a float, not a name: quote it"
         return f"key {k} is a number, not a name ({_NAME_RULE})"
     return f"key {k!r} is not a name"
 
 
-def _check_scalars(node, path) -> None:
-    """Keys are strings; numbers are finite and fit a float."""
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if not isinstance(k, str):
-                raise DomainError(path, _bad_key(k))
-            _check_scalars(v, path + [k])
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            _check_scalars(v, path + [i])
-    elif isinstance(node, float) and not math.isfinite(node):
-        raise DomainError(path, f"must be a finite number, got {node}")
-    elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > sys.float_info.max:
-        raise DomainError(path, "number too large (more than 1.8e308)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+_END = object()
+
+
+def _check_scalars(data) -> None:
+    """Keys are strings; numbers are finite and fit a float; the data is a tree of bounded size.
+
+    One walk in document order (the first problem is the one reported), with
+    an explicit stack: at most :data:`MAX_DEPTH` levels, :data:`MAX_NODES`
+    nodes and :data:`MAX_TEXT_CHARS` characters (shared parts counted each
+    time they appear, as a YAML alias is), and no mapping or list that
+    contains itself (possible in data built in Python).
+    """
+    nodes = chars = 0
+    path: list = []
+    frames: list = []  # (iterator over (key, value), container, is a mapping)
+    on_path: set = set()
+    node, have = data, True
+    while True:
+        if have:
+            nodes += 1
+            if nodes > MAX_NODES:
+                raise DomainError(path, f"the data holds more than the cap of {MAX_NODES:,} nodes")
+            if isinstance(node, (dict, list)):
+                if id(node) in on_path:
+                    kind = "mapping" if isinstance(node, dict) else "list"
+                    raise DomainError(path, f"refers to a {kind} that contains it")
+                if len(frames) >= MAX_DEPTH:
+                    raise DomainError(path, f"nested deeper than the cap of {MAX_DEPTH} levels")
+                is_map = isinstance(node, dict)
+                frames.append((iter(node.items()) if is_map else enumerate(node), node, is_map))
+                on_path.add(id(node))
+                path.append(None)
+            elif isinstance(node, str):
+                chars += len(node)
+                if chars > MAX_TEXT_CHARS:
+                    raise DomainError(path, f"the data holds more than the cap of {MAX_TEXT_CHARS:,} characters")
+                if not node.isascii() and _SURROGATE.search(node):
+                    raise DomainError(path, "contains a lone surrogate code point (not text)")
+            elif node is _TOO_LARGE:
+                raise DomainError(path, f"number too large {_OVERFLOW}")
+            elif isinstance(node, float) and not math.isfinite(node):
+                raise DomainError(path, f"must be a finite number, got {node}")
+            elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > sys.float_info.max:
+                raise DomainError(path, f"number too large {_OVERFLOW}")
+        if not frames:
+            return
+        it, container, is_map = frames[-1]
+        item = next(it, _END)
+        if item is _END:
+            frames.pop()
+            on_path.discard(id(container))
+            path.pop()
+            have = False
+            continue
+        key, node = item
+        if is_map:
+            if not isinstance(key, str):
+                raise DomainError(path[:-1], _bad_key(key))
+            nodes += 1  # the key
+            chars += len(key)
+            if not key.isascii() and _SURROGATE.search(key):
+                raise DomainError(path[:-1], f"key {key!r} contains a lone surrogate code point (not text)")
+        path[-1] = key
+        have = True
 
 
 # --------------------------------------------------------------------------
@@ -309,12 +601,34 @@ def domain_schema() -> dict:
 _VALIDATOR = None
 
 
+def _inline_refs(node, defs: dict, keep: str = "factExpr"):
+    """`node` with every ``$ref`` to ``#/$defs/<name>`` replaced by a copy of the definition, but `keep`.
+
+    The same schema, checked about twice as fast: resolving a ``$ref`` costs
+    more than the check it leads to, and a file has one per name and number.
+    The recursive definition (`keep`, the fact expressions) stays a reference.
+    """
+    if isinstance(node, dict):
+        ref = node.get("$ref", "")
+        name = ref.rsplit("/", 1)[-1]
+        if ref.startswith("#/$defs/") and name != keep:
+            rest = {k: v for k, v in node.items() if k != "$ref"}  # annotations beside the $ref
+            return {**_inline_refs(defs[name], defs, keep), **rest}
+        return {k: v if k == "$defs" else _inline_refs(v, defs, keep) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline_refs(v, defs, keep) for v in node]
+    return node
+
+
 def _validator():
     global _VALIDATOR
     if _VALIDATOR is None:
         schema = domain_schema()
+        defs = schema["$defs"]
+        fast = _inline_refs(schema, defs)
+        fast["$defs"] = {k: _inline_refs(v, defs) for k, v in defs.items()}
         cls = jsonschema.validators.validator_for(schema)
-        _VALIDATOR = cls(schema)
+        _VALIDATOR = cls(fast)
     return _VALIDATOR
 
 
@@ -339,7 +653,10 @@ _TYPE_WORDS = {"object": "a mapping", "array": "a list", "string": "a string", "
 
 
 def _closest(name: str, choices) -> str | None:
-    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    # Bounded: difflib's cost grows with the name's length times the number of choices.
+    if not isinstance(name, str) or len(name) > _MAX_HINT_NAME:
+        return None
+    match = difflib.get_close_matches(name, list(islice(choices, _MAX_HINT_CHOICES)), n=1, cutoff=0.6)
     return match[0] if match else None
 
 
@@ -420,7 +737,7 @@ def _path_key(err):
 
 
 def _check_schema(data: dict) -> None:
-    errors = list(_validator().iter_errors(data))
+    errors = list(islice(_validator().iter_errors(data), _MAX_SCHEMA_ERRORS))
     if not errors:
         return
     # Deterministic choice: the error at the shallowest, then lexically first path.
@@ -444,12 +761,18 @@ def _check_sum(probs, path) -> None:
 
 
 class _Names:
-    """What the file declares, for resolving references."""
+    """What the file declares, for resolving references (with index maps: look-ups stay O(1))."""
 
     def __init__(self):
         self.props: dict[str, tuple] = {}
+        self.value_pos: dict[str, dict] = {}  # proposition -> {value: index}
         self.obs_outcomes: dict[str, tuple] = {}
+        self.obs_outcome_set: dict[str, frozenset] = {}
         self.obs_failure: dict[str, float] = {}
+        self.dims: frozenset = frozenset()
+        self.prop_pos: dict | None = None  # proposition -> index, and value_pos in that order (for case tables)
+        self.value_list: list = []
+        self.case_checks = 0  # (case, state) checks of the cases tables so far (MAX_CASE_CHECKS)
 
 
 def _check_reserved(name: str, path, what: str) -> None:
@@ -470,19 +793,9 @@ def _assignment(raw: dict, names: _Names, path) -> tuple:
     for p, v in raw.items():
         if p not in names.props:
             raise DomainError(path + [p], _unknown_prop(p, names))
-        if v not in names.props[p]:
+        if v not in names.value_pos[p]:
             raise DomainError(path + [p], _unknown_value(v, p, names))
     return tuple(raw.items())
-
-
-def _all_states(names: _Names):
-    props = list(names.props)
-    for combo in itertools.product(*(names.props[p] for p in props)):
-        yield dict(zip(props, combo))
-
-
-def _matches(when, state) -> bool:
-    return all(state[p] == v for p, v in when)
 
 
 def _describe_state(state: dict) -> str:
@@ -490,10 +803,32 @@ def _describe_state(state: dict) -> str:
 
 
 def _check_cases_cover(cases, names: _Names, path) -> None:
-    for state in _all_states(names):
-        if not any(_matches(c.when, state) for c in cases):
-            raise DomainError(path, f"no case matches state {_describe_state(state)} "
-                                    "(add a last case without 'when' as a default)")
+    """Every state matches some case; the matching work counts against :data:`MAX_CASE_CHECKS`.
+
+    Matching runs over the value combinations of the propositions the cases
+    mention (:func:`planner.compile.case_table`), not over every joint state;
+    the first uncovered combination, the other propositions at their first
+    value, is the first uncovered state in state order.
+    """
+    props = list(names.props)
+    mentioned = {p for c in cases for p, _ in c.when}  # (one-valued propositions add a factor of 1)
+    combos = math.prod(len(names.props[p]) for p in mentioned)
+    names.case_checks += len(cases) * combos
+    if names.case_checks > MAX_CASE_CHECKS:
+        raise DomainError(path, f"matching {len(cases)} cases against {combos:,} states takes the file's case "
+                                f"tables to {names.case_checks:,} case checks, over the cap of {MAX_CASE_CHECKS:,}")
+    if names.prop_pos is None or len(names.prop_pos) != len(props):  # built once, after the world
+        names.prop_pos = {p: i for i, p in enumerate(props)}
+        names.value_list = [names.value_pos[p] for p in props]
+    axes, table = case_table(cases, names.prop_pos, names.value_list)
+    uncovered = np.flatnonzero(table.ravel() < 0)
+    if uncovered.size:
+        where = np.unravel_index(int(uncovered[0]), table.shape)
+        state = {p: names.props[p][0] for p in props}
+        for axis, vi in zip(axes, where):
+            state[props[axis]] = names.props[props[axis]][int(vi)]
+        raise DomainError(path, f"no case matches state {_describe_state(state)} "
+                                "(add a last case without 'when' as a default)")
 
 
 def _fact_expr(raw: dict, names: _Names, path):
@@ -503,14 +838,14 @@ def _fact_expr(raw: dict, names: _Names, path):
             sub = [_fact_expr(item, names, path + [key, i]) for i, item in enumerate(val)]
             terms.append(AllOf(sub) if key == "all" else AnyOf(sub))
         elif key in names.props:
-            if val not in names.props[key]:
+            if val not in names.value_pos[key]:
                 raise DomainError(path + [key], _unknown_value(val, key, names))
             terms.append(Established(key, val))
         elif key in names.obs_outcomes:
             outs = names.obs_outcomes[key]
             if val == UNAVAILABLE and names.obs_failure[key] <= 0:
                 raise DomainError(path + [key], f"{key} cannot return '{UNAVAILABLE}': its failure_rate is 0")
-            if val not in outs and val != UNAVAILABLE:
+            if val not in names.obs_outcome_set[key] and val != UNAVAILABLE:
                 raise DomainError(path + [key], f"{key} cannot return '{val}' (outcomes: {', '.join(outs)})")
             terms.append(Returned(key, val))
         else:
@@ -538,7 +873,7 @@ def _loss(raw, names: _Names, path) -> Loss:
         if p not in names.props:
             raise DomainError(path + [p], _unknown_prop(p, names))
         for v in table:
-            if v not in names.props[p]:
+            if v not in names.value_pos[p]:
                 raise DomainError(path + [p, v], _unknown_value(v, p, names))
         for v in names.props[p]:
             if v not in table:
@@ -547,16 +882,17 @@ def _loss(raw, names: _Names, path) -> Loss:
     return Loss(tables=tuple(tables))
 
 
-def _distribution(raw: dict, outcomes: list, path, declared: bool) -> tuple:
-    """Check one outcome distribution; extend `outcomes` when they are inferred."""
+def _distribution(raw: dict, outcomes: list, known: set, path, declared: bool) -> tuple:
+    """Check one outcome distribution; extend `outcomes` (and the set `known` of them) when they are inferred."""
     for y in raw:
         if y == UNAVAILABLE:
             raise DomainError(path + [y], f"'{UNAVAILABLE}' is reserved: set failure_rate instead")
-        if y not in outcomes:
+        if y not in known:
             if declared:
                 raise DomainError(path + [y], f"unknown outcome '{y}' (outcomes: {', '.join(outcomes)})")
             _check_reserved(y, path + [y], "an outcome")
             outcomes.append(y)
+            known.add(y)
     _check_sum(raw.values(), path)
     return tuple((y, float(p)) for y, p in raw.items())
 
@@ -565,6 +901,7 @@ def _likelihood(raw: dict, obs: dict, names: _Names, path):
     """Return (Likelihood, outcomes)."""
     declared = "outcomes" in obs
     outcomes = list(obs.get("outcomes", []))
+    known = set(outcomes)
     opath = path[:-1]
     if declared:
         seen = set()
@@ -592,7 +929,7 @@ def _likelihood(raw: dict, obs: dict, names: _Names, path):
             for p, _ in when:
                 if p not in mentioned:
                     mentioned.append(p)
-            dist = _distribution(c["p"], outcomes, path + ["cases", i, "p"], declared)
+            dist = _distribution(c["p"], outcomes, known, path + ["cases", i, "p"], declared)
             cases.append(Case(when=when, value=dist))
         _check_cases_cover(cases, names, path + ["cases"])
         return Likelihood(depends_on=tuple(mentioned), cases=tuple(cases)), outcomes
@@ -603,7 +940,7 @@ def _likelihood(raw: dict, obs: dict, names: _Names, path):
     if kinds == {False}:  # constant across worlds
         if dep:
             raise DomainError(path, f"depends_on {', '.join(dep)} but the likelihood is the same in every world")
-        dist = _distribution(raw, outcomes, path, declared)
+        dist = _distribution(raw, outcomes, known, path, declared)
         return Likelihood(depends_on=(), cases=(Case(when=(), value=dist),)), outcomes
     # keyed by the values of one proposition
     if len(dep) > 1:
@@ -613,14 +950,14 @@ def _likelihood(raw: dict, obs: dict, names: _Names, path):
         raise DomainError(path, "keyed by proposition values, but neither depends_on nor bears_on names the proposition")
     values = names.props[prop]
     for v in raw:
-        if v not in values:
+        if v not in names.value_pos[prop]:
             raise DomainError(path + [v], _unknown_value(v, prop, names))
     for v in values:
         if v not in raw:
             raise DomainError(path, f"missing value '{v}' of {prop}")
     cases = []
     for v in values:
-        dist = _distribution(raw[v], outcomes, path + [v], declared)
+        dist = _distribution(raw[v], outcomes, known, path + [v], declared)
         cases.append(Case(when=((prop, v),), value=dist))
     return Likelihood(depends_on=(prop,), cases=tuple(cases)), outcomes
 
@@ -655,16 +992,24 @@ def _precondition_cycle(observations) -> list | None:
     for o in observations:
         if o.requires is not None:
             g.add_edges_from((o.name, a.observation) for a in expr_atoms(o.requires) if isinstance(a, Returned))
-    for start in order:
-        try:
-            edges = nx.find_cycle(g, source=start)
-        except nx.NetworkXNoCycle:
-            continue
-        cyc = [u for u, _ in edges]
-        k = min(range(len(cyc)), key=lambda i: order[cyc[i]])
-        cyc = cyc[k:] + cyc[:k]
-        return cyc + [cyc[0]]
-    return None
+    # Search only from the first observation that reaches a cycle (found in linear
+    # time): the same answer as trying each in turn, without the quadratic walk.
+    on_cycle = [n for comp in nx.strongly_connected_components(g)
+                for n in comp if len(comp) > 1 or g.has_edge(n, n)]
+    if not on_cycle:
+        return None
+    reaches = set(on_cycle)
+    stack = list(on_cycle)
+    while stack:
+        for u in g.predecessors(stack.pop()):
+            if u not in reaches:
+                reaches.add(u)
+                stack.append(u)
+    start = min(reaches, key=order.__getitem__)
+    cyc = [u for u, _ in nx.find_cycle(g, source=start)]
+    k = min(range(len(cyc)), key=lambda i: order[cyc[i]])
+    cyc = cyc[k:] + cyc[:k]
+    return cyc + [cyc[0]]
 
 
 def content_hash(data: dict) -> str:
@@ -699,9 +1044,9 @@ def domain_fields(data: dict) -> dict:
     _check_schema(data)
     names = _Names()
     props = _world(data["world"], names)
-    n_states = math.prod(len(v) for v in names.props.values())
-    if n_states > MAX_JOINT_STATES:  # before anything enumerates states
-        raise DomainError(["world"], f"{n_states} joint states exceed the cap of {MAX_JOINT_STATES}")
+    n_world, text = _product([len(v) for v in names.props.values()])
+    if n_world > MAX_JOINT_STATES:  # before anything enumerates states
+        raise DomainError(["world"], f"{text} joint states exceed the cap of {MAX_JOINT_STATES:,}")
     prior = _prior(data["prior"], names)
     raw_obs = data.get("observations") or {}
     for oname, spec in raw_obs.items():  # observation names first: requirements may reference them
@@ -709,9 +1054,12 @@ def domain_fields(data: dict) -> dict:
         if oname in names.props:
             raise DomainError(["observations", oname], f"'{oname}' already names a proposition")
         names.obs_failure[oname] = float(spec.get("failure_rate", 0.0))
-    budget = _budget(data.get("budget") or {})
+    budget = _budget(data.get("budget") or {}, raw_obs)
     observations = _observations(raw_obs, names, budget.dimensions)
-    _check_lineage(observations, names, n_states)
+    n_latent = _check_lineage(observations, names, n_world)
+    _check_array_sizes(n_world * math.prod(n_latent), len(n_latent), observations, len(data["actions"]),
+                       budget, len(names.props))
+    all_penalties = _check_penalties(observations, budget)
     cycle = _precondition_cycle(observations)
     if cycle:
         text = " -> ".join(cycle)
@@ -719,6 +1067,7 @@ def domain_fields(data: dict) -> dict:
             text += f" ({cycle[0]} requires its own outcome)"
         raise DomainError(["observations", cycle[0], "requires"], "cyclic preconditions: " + text)
     actions = _actions(data["actions"], names)
+    _check_losses(actions, all_penalties)
     checks = tuple(Check(name=str(c.get("name", f"check{i + 1}")), spec=c)
                    for i, c in enumerate(data.get("checks", []) or []))
     return dict(
@@ -741,6 +1090,7 @@ def _world(raw_world: dict, names: _Names) -> list:
                 raise DomainError(["world", pname, "values", i], f"duplicate value '{v}'")
             seen.add(v)
         names.props[pname] = tuple(values)
+        names.value_pos[pname] = {v: i for i, v in enumerate(values)}
         props.append(Proposition(name=pname, values=values, max_age_minutes=_opt_float(spec.get("max_age_minutes"))))
     return props
 
@@ -781,10 +1131,34 @@ def _prior(raw_prior: dict, names: _Names) -> Prior:
     return Prior(marginals=tuple(marg))
 
 
-def _budget(raw_budget: dict) -> Budget:
+def _budget(raw_budget: dict, raw_obs: dict) -> Budget:
+    """The budget: dimensions in the order limits, weights, then those only declared in ``dimensions``.
+
+    A dimension named in ``limits`` or ``weights`` and nowhere else (no other
+    of the two, no cost) is almost always a typo, which would otherwise create
+    a new dimension silently (``interruption`` for ``interruptions`` drops a
+    reviewer's penalty): it is an error unless ``dimensions`` lists it.
+    """
     limits = raw_budget.get("limits") or {}
     weights = raw_budget.get("weights") or {}
-    dims = list(limits) + [d for d in weights if d not in limits]
+    declared = list(raw_budget.get("dimensions") or [])
+    seen: set = set()
+    for i, d in enumerate(declared):
+        if d in seen:
+            raise DomainError(["budget", "dimensions", i], f"duplicate dimension {_quote(d)}")
+        seen.add(d)
+    uses = Counter(list(limits) + list(weights))
+    for spec in raw_obs.values():
+        uses.update(spec.get("cost") or {})
+    for section, table in (("limits", limits), ("weights", weights)):
+        for d in table:
+            if uses[d] == 1 and d not in seen:
+                others = [x for x in uses if x != d]
+                raise DomainError(["budget", section, d],
+                                  f"budget dimension {_quote(d)} appears nowhere else"
+                                  + _hint(d, others, "other dimensions")
+                                  + "; declare it in budget.dimensions if it is meant")
+    dims = list(dict.fromkeys([*limits, *weights, *declared]))
     return Budget(dimensions=dims, limits=tuple((k, float(v)) for k, v in limits.items()),
                   weights=tuple((k, float(v)) for k, v in weights.items()))
 
@@ -801,7 +1175,9 @@ def _observations(raw_obs: dict, names: _Names, dims) -> list:
             raise DomainError(path, f"missing field 'bears_on' (required for role {role})")
         lik, outcomes = _likelihood(spec["likelihood"], spec, names, path + ["likelihood"])
         names.obs_outcomes[oname] = tuple(outcomes)
+        names.obs_outcome_set[oname] = frozenset(outcomes)
         parsed[oname] = (lik, outcomes)
+    names.dims = frozenset(dims)
     return [_observation(oname, spec, *parsed[oname], names, dims) for oname, spec in raw_obs.items()]
 
 
@@ -815,19 +1191,19 @@ def _observation(oname: str, spec: dict, lik, outcomes, names: _Names, dims) -> 
             raise DomainError(path + ["establishes"],
                               f"only establish and supersede observations establish facts, not {role}")
         for y, v in spec["establishes"].items():
-            if y not in outcomes:
+            if y not in names.obs_outcome_set[oname]:
                 raise DomainError(path + ["establishes", y], f"unknown outcome '{y}' (outcomes: {', '.join(outcomes)})")
-            if v not in names.props[bears_on]:
+            if v not in names.value_pos[bears_on]:
                 raise DomainError(path + ["establishes", y], _unknown_value(v, bears_on, names))
         establishes = tuple(spec["establishes"].items())
     elif role in ("establish", "supersede"):
-        establishes = tuple((y, y) for y in outcomes if y in names.props[bears_on])
+        establishes = tuple((y, y) for y in outcomes if y in names.value_pos[bears_on])
         if not establishes:
             raise DomainError(path, f"no outcome names a value of {bears_on} "
                                     f"(values: {', '.join(names.props[bears_on])}): add an establishes map")
     cost = spec.get("cost") or {}
     for d in cost:
-        if d not in dims:
+        if d not in names.dims:
             raise DomainError(path + ["cost", d], f"unknown budget dimension '{d}'"
                               + _hint(d, dims, "declared in budget"))
     if "age_minutes" in spec and "as_of" in spec:
@@ -846,8 +1222,27 @@ def _observation(oname: str, spec: dict, lik, outcomes, names: _Names, dims) -> 
     )
 
 
-def _check_lineage(observations, names: _Names, n_states: int) -> None:
-    """Members of a lineage group copy one record, so they must describe it the same way."""
+def _product(sizes) -> tuple:
+    """(the product of `sizes`, or inf when it is astronomical; the product as text for a message).
+
+    >>> _product([2] * 13), _product([10] * 400)[1]
+    ((8192, '8,192'), 'about 10^400')
+    """
+    n = 1
+    for k in sizes:
+        n *= k
+        if n > 10 ** 18:  # no exact count is needed past the caps (and a huge int cannot even be printed)
+            exponent = round(sum(math.log10(k) for k in sizes if k > 0))
+            return math.inf, f"about 10^{exponent}"
+    return n, f"{n:,}"
+
+
+def _check_lineage(observations, names: _Names, n_world: int) -> list:
+    """Members of a lineage group copy one record, so they must describe it the same way.
+
+    Returns the outcome counts of the lineage variables (groups with two or
+    more members), after checking the joint state space they make.
+    """
     groups: dict[str, Observation] = {}
     for o in observations:
         if o.lineage is None:
@@ -863,12 +1258,101 @@ def _check_lineage(observations, names: _Names, n_states: int) -> None:
             if o.likelihood != first.likelihood:
                 raise DomainError(["observations", o.name, "likelihood"],
                                   f"differs from observations.{first.name}, which shares lineage {o.lineage}")
-    latent_sizes = [len(groups[g].outcomes) for g in groups
-                    if sum(o.lineage == g for o in observations) >= 2]
-    total = n_states * math.prod(latent_sizes)
+    members = Counter(o.lineage for o in observations if o.lineage is not None)
+    latent_sizes = [len(groups[g].outcomes) for g in groups if members[g] >= 2]
+    total, text = _product([n_world, *latent_sizes])
     if total > MAX_JOINT_STATES:
-        raise DomainError(["world"], f"{total} joint states (with {len(latent_sizes)} lineage variable"
-                                     f"{'s' if len(latent_sizes) != 1 else ''}) exceed the cap of {MAX_JOINT_STATES}")
+        raise DomainError(["world"], f"{text} joint states (with {len(latent_sizes)} lineage variable"
+                                     f"{'s' if len(latent_sizes) != 1 else ''}) exceed the cap of {MAX_JOINT_STATES:,}")
+    return latent_sizes
+
+
+def _count(n: int, word: str) -> str:
+    """``'1 state'``, ``'4,096 states'``."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def _megabytes(n_bytes: int) -> str:
+    return f"{n_bytes / 1e6:,.0f} MB"
+
+
+def _check_array_sizes(n_states: int, n_latent: int, observations, n_actions: int, budget, n_props: int) -> None:
+    """Every array the compiler will allocate fits :data:`MAX_ARRAY_BYTES` (checked before any is allocated).
+
+    The shapes are those of :func:`planner.compile.compile_domain`: the message
+    names the product that is too large, so the fix is plain (fewer
+    observations or outcomes, a smaller world).
+    """
+    n_obs = len(observations)
+    slots = max((len(o.outcomes) + 1 for o in observations), default=1)
+    n_vars = n_props + n_latent
+    n_dims = len(budget.dimensions)
+    obs, acts, states = _count(n_obs, "observation"), _count(n_actions, "action"), _count(n_states, "state")
+    tables = [  # (path, what, entries, bytes per entry)
+        (["world"], f"the state table needs {states} x {_count(n_vars, 'variable')}", n_states * n_vars, 8),
+        (["observations"], f"the likelihood table needs {obs} x {_count(slots, 'outcome slot')} x {states}",
+         n_obs * slots * n_states, 8),
+        (["actions"], f"the loss table needs {acts} x {states}", n_actions * n_states, 8),
+        (["budget"], f"the cost table needs {obs} x {_count(n_dims, 'dimension')}", n_obs * n_dims, 8),
+        # (the establishing table, observations x outcome slots, is never larger than the likelihood table)
+        (["observations"], f"the fact tables need {obs} x {_count(n_props, 'proposition')}", n_obs * n_props, 1),
+        (["actions"], f"the fact tables need {acts} x {_count(n_props, 'proposition')}", n_actions * n_props, 1),
+    ]
+    for path, what, entries, size in tables:
+        if entries * size > MAX_ARRAY_BYTES:
+            raise DomainError(path, f"{what} = {entries:,} entries ({_megabytes(entries * size)}), "
+                                    f"over the cap of {_megabytes(MAX_ARRAY_BYTES)}")
+
+
+def _check_penalties(observations, budget) -> float:
+    """No penalty, total spend in a dimension or total penalty overflows a float; returns the total penalty.
+
+    A session adds penalties and spending along its steps and a receipt must
+    hold finite numbers (``Infinity`` is not JSON), so the worst case, every
+    observation acquired, must stay finite. Terms are non-negative, so the
+    running sums are upper bounds of every partial sum a session forms.
+    """
+    weights = dict(budget.weights)
+    spent = dict.fromkeys(budget.dimensions, 0.0)
+    total = 0.0
+    for o in observations:
+        path = ["observations", o.name, "cost"]
+        penalty = 0.0
+        for d, c in o.cost:
+            w = weights.get(d, 0.0)
+            term = w * c
+            if not math.isfinite(term):
+                raise DomainError(path + [d], f"weight {w:g} x cost {c:g} overflows the penalty {_OVERFLOW}")
+            penalty += term
+        if not math.isfinite(penalty):
+            raise DomainError(path, f"the penalty (the sum of weight x cost) overflows {_OVERFLOW}")
+        for d, c in o.cost:
+            spent[d] += c
+            if not math.isfinite(spent[d]):
+                raise DomainError(path + [d], f"the cost of every observation together overflows {_OVERFLOW}")
+        total += penalty
+        if not math.isfinite(total):
+            raise DomainError(path, f"the penalties of every observation together overflow {_OVERFLOW}")
+    return total
+
+
+def _check_losses(actions, all_penalties: float) -> None:
+    """No loss (a table sums across propositions) overflows, nor the largest loss plus every penalty."""
+    for a in actions:
+        path = ["actions", a.name, "loss"]
+        loss = a.loss
+        if loss.constant is not None:
+            worst = loss.constant
+        elif loss.cases is not None:
+            worst = max(c.value for c in loss.cases)
+        else:
+            worst = 0.0
+            for _, table in loss.tables:
+                worst += max(v for _, v in table)
+            if not math.isfinite(worst):
+                raise DomainError(path, f"the loss summed over the propositions overflows {_OVERFLOW}")
+        if not math.isfinite(worst + all_penalties):
+            raise DomainError(path, f"its largest loss plus the penalties of every observation overflow {_OVERFLOW}")
 
 
 def _actions(raw_actions: dict, names: _Names) -> list:

@@ -95,12 +95,15 @@ class Node:
         Preconditions hold.
     eligible : bool[O]
         Admitted, available, affordable and not taken: what a policy may acquire.
+    affordable : bool[O]
+        Every hard limit holds after acquiring it.
     risk : float
         Bayes risk R(b) under the permitted actions.
     action : int
         The action attaining it (ties: file order).
     reasons : tuple of tuple of Reason
-        Per observation, every failed gate in gate order (empty when none).
+        Per observation, every failed gate in gate order (empty when none);
+        computed when first read (exact evaluation never reads it).
     """
 
     compiled: CompiledDomain
@@ -112,9 +115,35 @@ class Node:
     permitted: np.ndarray
     available: np.ndarray
     eligible: np.ndarray
+    affordable: np.ndarray
     risk: float
     action: int
-    reasons: tuple
+    _memo: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
+
+    @property
+    def reasons(self) -> tuple:
+        hit = self._memo.get("reasons")
+        if hit is None:
+            hit = self._memo["reasons"] = self._reasons()
+        return hit
+
+    def _reasons(self) -> tuple:
+        c = self.compiled
+        out = []
+        for o in range(len(c.obs_names)):
+            if self.outcome_of[o] != NOT_TAKEN:
+                out.append(())
+                continue
+            r = list(self.admission.static_reasons[o])
+            if not self.affordable[o]:
+                for d, dim in enumerate(c.dims):
+                    if self.spent[d] + c.cost[o, d] > c.limits[d] + BUDGET_TOL:
+                        r.append(Reason(gate=BUDGET, dimension=dim))
+                        break
+            if not self.available[o]:
+                r.append(precondition_reason(c, o, self.status))
+            out.append(tuple(r))
+        return tuple(out)
 
     # ------------------------------------------------------------------
     # the transition
@@ -216,27 +245,13 @@ def root_node(compiled: CompiledDomain, admission: Admission) -> Node:
 
 
 def _derive(compiled: CompiledDomain, admission: Admission, outcome_of, belief, spent) -> Node:
-    """Everything else at a node, from its pairs, belief and spend."""
+    """Everything else at a node, from its pairs, belief and spend (gate reasons are computed when read)."""
     status, permitted, available = node_facts(outcome_of, compiled.facts)
     risk, action = bayes_risk(belief, compiled.loss, permitted)
-    O = len(compiled.obs_names)
-    reasons = []
-    eligible = np.zeros(O, dtype=np.bool_)
-    for o in range(O):
-        if outcome_of[o] != NOT_TAKEN:
-            reasons.append(())
-            continue
-        r = list(admission.static_reasons[o])
-        for d, dim in enumerate(compiled.dims):
-            if spent[d] + compiled.cost[o, d] > compiled.limits[d] + BUDGET_TOL:
-                r.append(Reason(gate=BUDGET, dimension=dim))
-                break
-        if not available[o]:
-            r.append(precondition_reason(compiled, o, status))
-        reasons.append(tuple(r))
-        eligible[o] = not r
-    for a in (outcome_of, belief, spent, status, permitted, available, eligible):
+    affordable = np.all(spent + compiled.cost <= compiled.limits + BUDGET_TOL, axis=1)
+    eligible = (outcome_of == NOT_TAKEN) & admission.admitted & available & affordable
+    for a in (outcome_of, belief, spent, status, permitted, available, eligible, affordable):
         a.setflags(write=False)
     return Node(compiled=compiled, admission=admission, outcome_of=outcome_of, belief=belief,
                 spent=spent, status=status, permitted=permitted, available=available,
-                eligible=eligible, risk=float(risk), action=int(action), reasons=tuple(reasons))
+                eligible=eligible, affordable=affordable, risk=float(risk), action=int(action))

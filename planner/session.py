@@ -18,9 +18,11 @@ from typing import Callable, Mapping
 
 import attrs
 
-from lookahead.core import TIE, evsi
-from lookahead.layout import NO_EXPR, STATUS_CONTRADICTED
-from planner.admission import BUDGET, prepare
+import numpy as np
+
+from lookahead.core import BUDGET_TOL, TIE, evsi
+from lookahead.layout import NO_EXPR, NOT_TAKEN, STATUS_CONTRADICTED
+from planner.admission import prepare
 from planner.caller import Caller
 from planner.errors import SessionError
 from planner.model import UNAVAILABLE
@@ -157,15 +159,14 @@ def stop_at(node: Node, decision: Decision) -> Stop:
 def _budget_block(node: Node) -> str | None:
     """The dimension that blocks the most valuable observation that only the budget blocks."""
     c = node.compiled
+    only_budget = (node.outcome_of == NOT_TAKEN) & node.admission.admitted & node.available & ~node.affordable
     best, best_dim = TIE, None
-    for o in range(len(c.obs_names)):
-        r = node.reasons[o]
-        if not r or any(x.gate != BUDGET for x in r):
-            continue
+    for o in np.flatnonzero(only_budget):
         value, _ = evsi(o, node.belief, node.outcome_of, c.lik, c.n_outcomes, c.loss, c.facts)
         net = value - c.penalty[o]
         if net > best:
-            best, best_dim = net, r[0].dimension
+            over = node.spent + c.cost[o] > c.limits + BUDGET_TOL
+            best, best_dim = net, c.dims[int(np.argmax(over))]  # the first dimension over, as the gates report
     return best_dim
 
 

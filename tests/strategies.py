@@ -26,8 +26,9 @@ def distribution(draw, keys, *, allow_zero=True):
 
 
 @st.composite
-def domain_dicts(draw, *, max_observations=5, allow_lineage=True, allow_failure=True, gates=True):
-    """A random valid domain dict."""
+def domain_dicts(draw, *, max_observations=5, allow_lineage=True, allow_failure=True, gates=True,
+                 rich_preconditions=False):
+    """A random valid domain dict (`rich_preconditions`: also AND/OR preconditions and ones on established facts)."""
     n_props = draw(st.integers(1, 2))
     props = {}
     for i in range(n_props):
@@ -99,6 +100,10 @@ def domain_dicts(draw, *, max_observations=5, allow_lineage=True, allow_failure=
         if earlier and draw(st.integers(0, 2)) == 0:
             dep = draw(st.sampled_from(earlier))
             spec["requires"] = {dep: draw(st.sampled_from(outcome_sets[dep]))}
+            if rich_preconditions and draw(st.booleans()):
+                p2 = draw(st.sampled_from(sorted(props)))
+                other = {p2: draw(st.sampled_from(props[p2]))}
+                spec["requires"] = {draw(st.sampled_from(["any", "all"])): [spec["requires"], other]}
         spec["relevance"] = float(draw(st.integers(0, 100))) / 100
         observations[name] = spec
 

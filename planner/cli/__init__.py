@@ -12,10 +12,18 @@ never a traceback. Command groups, one module each:
 
 Library modules raise typed errors and never mention options; the messages
 that name one (``--max-nodes``, ``--world``) are written here.
+
+``planner`` with no command prints the help (the list of commands) on stderr
+and exits with status 2, like any other usage error; ``planner --help`` prints
+it on stdout and exits 0. Output that cannot be written (a full disk behind
+``> file``) is one line ``planner: error: cannot write to standard output: ...``,
+status 2; a reader that went away (``| head``) ends the command quietly, status 0.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
 import sys
 
 from planner.cli import bench, domains, evaluate, receipts, session
@@ -23,14 +31,31 @@ from planner.cli.common import Parser
 from planner.cli.format import format_table, format_trace
 from planner.errors import PlannerError, SearchCapError
 
-__all__ = ["main", "build_parser", "format_trace", "format_table"]
+__all__ = ["main", "build_parser", "version", "format_trace", "format_table"]
 
 _GROUPS = (session, domains, receipts, evaluate, bench)
 
 
+def version() -> str:
+    """The installed distribution's version, else the package's own ``__version__`` (a source checkout).
+
+    >>> version().split(".")[0].isdigit()
+    True
+    """
+    try:
+        return importlib.metadata.version("evidence-planner")
+    except importlib.metadata.PackageNotFoundError:
+        import planner
+
+        return planner.__version__
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="planner", description="Plan evidence acquisition under a budget.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    parser.add_argument("--version", action="version", version=f"planner {version()}",
+                        help="print the version and exit")
+    # Not required: a bare `planner` gets the whole help, not argparse's one-line complaint.
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for group in _GROUPS:
         group.register(sub)
     return parser
@@ -41,20 +66,96 @@ def _message(err: PlannerError) -> str:
     if isinstance(err, SearchCapError):
         smaller = f"lookahead:D with D < {err.depth}" if err.depth > 1 else "one-step"
         return (f"{err.policy}: the depth-{err.depth} search exceeds its cap of {err.cap:,} expanded nodes; "
-                f"raise it with --max-nodes N or use a smaller depth (--policy {smaller})")
+                f"raise it with --max-nodes N or use a smaller depth (--policy {smaller}); --policy bounded searches "
+                "without a depth limit and reports its interval instead of failing")
     return str(err)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so the interpreter's last flush cannot fail again.
+
+    (What is still buffered for a closed pipe or a full disk cannot be
+    delivered; without this Python reports it as an ignored exception at exit.)
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a captured or replaced stdout: nothing to redirect
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _stdout_failed(err: OSError) -> int:
+    _silence_stdout()
+    print(f"planner: error: cannot write to standard output: {err.strerror or err}", file=sys.stderr)
+    return 2
+
+
+class _StdoutError(Exception):
+    """Writing to stdout failed (carries the OSError): told apart from any other OSError."""
+
+
+class _WatchedStdout:
+    """stdout, with its write errors (a full device) marked as stdout's; a closed pipe stays BrokenPipeError."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _guard(self, fn, *a):
+        try:
+            return fn(*a)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise _StdoutError(e) from None
+
+    def write(self, text):
+        return self._guard(self._stream.write, text)
+
+    def flush(self):
+        return self._guard(self._stream.flush)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
 
 
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except PlannerError as e:
-        print(f"planner: error: {_message(e)}", file=sys.stderr)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        print("planner: error: give a command (planner --help for all of them)", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # pragma: no cover - `planner run ... | head`
+    stdout = sys.stdout
+    sys.stdout = _WatchedStdout(stdout)
+    try:
+        try:
+            code = int(args.func(args) or 0)
+        except PlannerError as e:
+            print(f"planner: error: {_message(e)}", file=sys.stderr)
+            code = 2
+        except OSError as e:
+            if isinstance(e, BrokenPipeError):
+                raise
+            where = f"{e.filename}: " if e.filename else ""
+            print(f"planner: error: {where}{e.strerror or e}", file=sys.stderr)
+            code = 2
+        # The last output sits in stdout's buffer: flush it here, where a full device
+        # can still be reported, not in the interpreter's exit.
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:  # `planner run ... | head`: the reader has all it wanted
+        sys.stdout = stdout
+        _silence_stdout()
         return 0
+    except _StdoutError as e:
+        sys.stdout = stdout
+        return _stdout_failed(e.args[0])
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import difflib
 import json
+import sys
 
 import attrs
 
@@ -17,8 +19,12 @@ from planner.errors import PlannerError, ReceiptError
 from planner.policies import DEFAULT_POLICY, parse_policy
 from planner.policies.registry import policy_help
 
-__all__ = ["Parser", "add_caller_args", "add_policy_arg", "caller_from_args", "policy_from_args", "parse_pairs",
-           "parse_limits", "parse_time", "read_json"]
+__all__ = ["Parser", "Once", "add_caller_args", "add_policy_arg", "caller_from_args", "policy_from_args",
+           "parse_pairs", "parse_limits", "parse_time", "read_json", "quote", "warn", "warn_unknown_caller",
+           "progress_bar", "PROGRESS_DELAY", "write_picture"]
+
+#: Seconds a command runs before its progress bar appears: quick runs stay quiet.
+PROGRESS_DELAY = 1.0
 
 
 class Parser(argparse.ArgumentParser):
@@ -27,14 +33,139 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"planner: error: {message}\n")
 
+    def add_subparsers(self, **kwargs):
+        # The command is a positional like any other: it gets a name and a description.
+        kwargs.setdefault("metavar", "COMMAND")
+        kwargs.setdefault("help", "one of the commands below (COMMAND --help for its options)")
+        return super().add_subparsers(**kwargs)
+
+
+class Once(argparse.Action):
+    """Store an option's value, refusing a second one (argparse would silently keep the last).
+
+    >>> p = Parser(prog="planner")
+    >>> _ = p.add_argument("--policy", action=Once)
+    >>> p.parse_args(["--policy", "a"]).policy
+    'a'
+    """
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = f"_{self.dest}_given"
+        if getattr(namespace, seen, False):
+            parser.error(f"{option_string} given twice ({quote(getattr(namespace, self.dest))}, {quote(values)}): "
+                         "give it once")
+        setattr(namespace, seen, True)
+        setattr(namespace, self.dest, values)
+
+
+def quote(text, limit: int = 60) -> str:
+    """A name as it came, quoted for a one-line message: control characters escaped, long ones cut.
+
+    >>> print(quote("mailbox.read_all"), quote("a" + chr(10) + "b"))
+    'mailbox.read_all' 'a\\nb'
+    """
+    text = str(text)
+    if len(text) > limit:
+        text = text[:limit - 3] + "..."
+    return repr(text)
+
+
+def warn(message: str) -> None:
+    """One line ``planner: warning: ...`` on stderr."""
+    print(f"planner: warning: {message}", file=sys.stderr)
+
+
+def _mentioned(domains):
+    """Entitlements and purposes the domains mention, in file order, each once."""
+    ents, purposes = {}, {}
+    for d in domains:
+        if d.purpose:
+            purposes.setdefault(d.purpose)
+        for o in d.observations:
+            if o.entitlement:
+                ents.setdefault(o.entitlement)
+            for p in o.purposes or ():
+                purposes.setdefault(p)
+    return list(ents), list(purposes)
+
+
+def _unknown_line(flag: str, value: str, known: list, what: str, n_domains: int, name: str) -> str:
+    close = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
+    if close:
+        hint = f"did you mean {quote(close[0])}?"
+    elif not known:
+        hint = f"it mentions no {what}s"
+    elif len(known) <= 12:
+        hint = f"{what}s it mentions: {', '.join(known)}"
+    else:
+        hint = f"it mentions {len(known)} {what}s"
+    who = f"{name} never mentions" if n_domains == 1 else f"none of the {n_domains} domains mentions"
+    return f"{flag} {quote(value)}: {who} this {what} ({hint})"
+
+
+def warn_unknown_caller(domains, entitlements=(), purpose=None) -> None:
+    """Warn (one line each) about entitlements and a purpose that none of `domains` mentions.
+
+    Such a value changes nothing (no observation asks for it) and is most
+    likely a typo, but it is not wrong: the session goes on.
+    """
+    domains = list(domains)
+    ents, purposes = _mentioned(domains)
+    if not domains:
+        return
+    n, name = len(domains), domains[0].name
+    for e in dict.fromkeys(entitlements):
+        if e not in ents:
+            warn(_unknown_line("--entitlement", e, ents, "entitlement", n, name))
+    if purpose is not None and purpose not in purposes:
+        warn(_unknown_line("--purpose", purpose, purposes, "purpose", n, name))
+
+
+def progress_bar(total: int, *, desc: str, unit: str, enabled: bool = True):
+    """A tqdm bar on stderr (count, rate, ETA) that appears after :data:`PROGRESS_DELAY` seconds.
+
+    Disabled when `enabled` is false or stderr is not a terminal (a log, a
+    pipe, CI): stdout never carries it, so ``--json`` output stays clean.
+    """
+    from tqdm import tqdm
+
+    stream = sys.stderr
+    try:
+        on = enabled and stream.isatty()
+    except (AttributeError, ValueError):
+        on = False
+    return tqdm(total=total, desc=desc, unit=unit, file=stream, disable=not on, delay=PROGRESS_DELAY,
+                leave=False, dynamic_ncols=True)
+
+
+def write_picture(graph, fmt: str, output, flag: str = "--format") -> str | None:
+    """Render `graph` as `fmt` (mermaid, dot, png) into `output` (atomically), or return the text when no file.
+
+    Raises a one-line :class:`PlannerError` for a PNG without a file, and
+    :class:`planner.atomic.OutputError` when the file cannot be written.
+    """
+    from planner.atomic import write_text
+    from planner.export import draw_png, to_dot, to_mermaid
+
+    if fmt == "png":
+        if not output:
+            raise PlannerError(f"{flag} png needs --output FILE")
+        draw_png(graph, output)
+        return None
+    text = to_mermaid(graph) if fmt == "mermaid" else to_dot(graph)
+    if output:
+        write_text(output, text + "\n")
+        return None
+    return text
+
 
 def add_caller_args(p, *, time: bool = True) -> None:
     """``--entitlement``, ``--purpose``, ``--decision-time``, ``--limit``: the caller of a session."""
     p.add_argument("--entitlement", action="append", default=[], metavar="E",
                    help="an entitlement the subject holds (repeatable)")
-    p.add_argument("--purpose", help="the decision's purpose (default: the domain's)")
+    p.add_argument("--purpose", action=Once, help="the decision's purpose (default: the domain's)")
     if time:
-        p.add_argument("--decision-time", metavar="TIME",
+        p.add_argument("--decision-time", metavar="TIME", action=Once,
                        help="ISO 8601 time of the decision, for records dated with as_of (default: now)")
     p.add_argument("--limit", action="append", default=[], metavar="DIM=VALUE",
                    help="override a hard budget limit (repeatable)")
@@ -47,9 +178,11 @@ def add_policy_arg(p, *, repeatable: bool = False) -> None:
                        help=f"policy spec, repeatable for a comparison table (default {DEFAULT_POLICY}). "
                             + policy_help())
     else:
-        p.add_argument("--policy", default=DEFAULT_POLICY, metavar="SPEC", help=policy_help())
-    p.add_argument("--max-nodes", type=int, metavar="N",
-                   help="node cap of one search (lookahead policies; default 2,000,000)")
+        p.add_argument("--policy", default=DEFAULT_POLICY, metavar="SPEC", action=Once,
+                       help=policy_help() + ". Give it once.")
+    p.add_argument("--max-nodes", type=int, metavar="N", action=Once,
+                   help="nodes one decision may search: the cap of lookahead:D (default 2,000,000, fewer on "
+                        "expensive domains), the budget of bounded (default 200,000; exhausting it is not an error)")
 
 
 def parse_pairs(items, flag) -> dict:
@@ -95,14 +228,21 @@ def caller_from_args(args) -> Caller:
 
 
 def policy_from_args(spec: str, args):
-    """The policy a spec names, with ``--max-nodes`` applied to policies that search."""
+    """The policy a spec names, with ``--max-nodes`` applied to policies that search.
+
+    For ``lookahead:D`` it is the search's node cap; for ``bounded`` the node
+    budget of each decision (overriding the spec's).
+    """
     policy = parse_policy(spec)
     cap = getattr(args, "max_nodes", None)
     if cap is not None:
         if cap < 1:
             raise PlannerError(f"--max-nodes {cap}: must be a positive integer")
-        if attrs.has(type(policy)) and "max_nodes" in attrs.fields_dict(type(policy)):
+        fields = attrs.fields_dict(type(policy)) if attrs.has(type(policy)) else {}
+        if "max_nodes" in fields:
             policy = attrs.evolve(policy, max_nodes=cap)
+        elif "node_budget" in fields:
+            policy = attrs.evolve(policy, node_budget=cap)
     return policy
 
 

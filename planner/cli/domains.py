@@ -4,23 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.andor import build_graph
+from planner.andor import flow_graph
 from planner.caller import Caller
 from planner.check import parse_checks, run_check
+from planner.cli.common import Once, warn_unknown_caller, write_picture
 from planner.compile import compile_domain
 from planner.domain import DOMAINS, load_domain
 from planner.errors import DomainError, PlannerError
-from planner.export import draw_png, to_dot, to_mermaid
 from planner.prerequisites import availability_warnings
 
-__all__ = ["register", "check_paths"]
+__all__ = ["register", "check_paths", "expand_paths"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def cmd_validate(args) -> int:
     status = 0
-    for path in args.domains:
+    loaded = []
+    for path in expand_paths(args.domains):
         try:
             d = load_domain(path)
             c = compile_domain(d)
@@ -28,14 +29,25 @@ def cmd_validate(args) -> int:
             print(f"{path}: {e}")
             status = 2
             continue
+        loaded.append(d)
         print(f"ok {path}: {len(c.prop_names)} propositions, {c.n_states} joint states, "
               f"{len(c.action_names)} actions, {len(c.obs_names)} observations")
         for w in availability_warnings(d, Caller(entitlements=args.entitlement)):
             print(f"  warning: {w}")
+    warn_unknown_caller(loaded, args.entitlement)
     return status
 
 
-def _expand(paths) -> list:
+def expand_paths(paths) -> list:
+    """Domain arguments with every folder replaced by its domain files (*.yaml, *.yml, *.json), sorted.
+
+    Files and shipped names pass through as given; an empty folder is a
+    one-line error. ``validate`` and ``check`` both read their arguments so.
+
+    >>> from planner.domain import DOMAINS
+    >>> [p.name for p in expand_paths([DOMAINS])][:2]
+    ['acceptance_threshold.yaml', 'bridge_status_dispatch.yaml']
+    """
     out = []
     for p in paths:
         p = Path(p)
@@ -61,7 +73,7 @@ def check_paths(paths, *, verbose: bool = False, out=print) -> int:
         file that does not load, a malformed check).
     """
     bad = failed = passed = 0
-    for path in _expand(paths):
+    for path in expand_paths(paths):
         try:
             domain = load_domain(path)
             checks = parse_checks(domain)
@@ -95,25 +107,17 @@ def cmd_check(args) -> int:
 
 
 def cmd_graph(args) -> int:
-    graph = build_graph(load_domain(args.domain))
-    if args.format == "png":
-        if not args.output:
-            raise PlannerError("--format png needs --output FILE")
-        draw_png(graph, args.output)
-        print(f"wrote {args.output}")
-        return 0
-    text = to_mermaid(graph) if args.format == "mermaid" else to_dot(graph)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-    else:
-        print(text)
+    if args.format == "png" and not args.output:  # before loading anything
+        raise PlannerError("--format png needs --output FILE")
+    text = write_picture(flow_graph(load_domain(args.domain)), args.format, args.output)
+    print(text if text is not None else f"wrote {args.output}")
     return 0
 
 
 def register(sub) -> None:
-    p = sub.add_parser("validate", help="validate domain files")
-    p.add_argument("domains", nargs="+", metavar="DOMAIN", help="domain files (YAML or JSON) or shipped names")
+    p = sub.add_parser("validate", help="validate domain files (folders: every file in them)")
+    p.add_argument("domains", nargs="+", metavar="DOMAIN",
+                   help="domain files (YAML or JSON), folders (every *.yaml, *.yml, *.json in them) or shipped names")
     p.add_argument("--entitlement", action="append", default=[], metavar="E",
                    help="an entitlement the subject holds, for the availability warnings (repeatable)")
     p.set_defaults(func=cmd_validate)
@@ -124,8 +128,10 @@ def register(sub) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="list every failure of a failed check")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("graph", help="export the precondition AND/OR graph (mermaid, dot, png)")
+    p = sub.add_parser("graph", help="draw the domain in execution order: observations, the outcomes that open "
+                                      "the next step, AND/OR gates, established values, actions (mermaid, dot, png)")
     p.add_argument("domain", help="a domain file (YAML or JSON), or the name of a shipped domain")
-    p.add_argument("--format", choices=("mermaid", "dot", "png"), default="mermaid")
-    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE (required for png)")
+    p.add_argument("--format", choices=("mermaid", "dot", "png"), default="mermaid", action=Once,
+                   help="mermaid (default) or dot text, or a png image (needs --output and the bench extra)")
+    p.add_argument("--output", "-o", metavar="FILE", action=Once, help="write to FILE (required for png)")
     p.set_defaults(func=cmd_graph)

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import json
 
-from planner.cli.common import add_caller_args, add_policy_arg, caller_from_args, policy_from_args
+from planner.cli.common import (
+    add_caller_args,
+    add_policy_arg,
+    caller_from_args,
+    policy_from_args,
+    progress_bar,
+    warn_unknown_caller,
+)
 from planner.cli.format import format_evaluations, format_harms
 from planner.domain import load_domain
 from planner.evaluate import evaluate_policy
-from planner.harm import acquisition_harm
+from planner.harm import AcquisitionHarm
 from planner.policies import DEFAULT_POLICY
 
 __all__ = ["register"]
@@ -18,8 +25,16 @@ def cmd_evaluate(args) -> int:
     domain = load_domain(args.domain)
     caller = caller_from_args(args)
     policies = [policy_from_args(s, args) for s in (args.policy or [DEFAULT_POLICY])]  # bad specs fail first
-    evals = [evaluate_policy(domain, p, caller) for p in policies]
-    harms = [acquisition_harm(domain, p, caller) for p in policies]
+    warn_unknown_caller([domain], args.entitlement, args.purpose)
+    evals, harms = [], []
+    # One tick per policy (one exact walk, harm included); the bar shows only when
+    # this takes long enough to wonder, and only on a terminal's stderr.
+    with progress_bar(len(policies), desc="evaluate", unit="policy", enabled=not args.no_progress) as bar:
+        for p in policies:
+            bar.set_postfix_str(p.spec, refresh=False)
+            evals.append(evaluate_policy(domain, p, caller))
+            harms.append(AcquisitionHarm.of(evals[-1]))  # the same walk computed it
+            bar.update(1)
     if args.json:
         print(json.dumps([dict(e.to_json(), acquisition_harm=h.harm, acquisition_fixed=h.fixed)
                           for e, h in zip(evals, harms)], indent=2))
@@ -35,4 +50,6 @@ def register(sub) -> None:
     add_policy_arg(p, repeatable=True)
     add_caller_args(p)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (it shows on a terminal's stderr after a second)")
     p.set_defaults(func=cmd_evaluate)

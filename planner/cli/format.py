@@ -60,9 +60,32 @@ def format_table(candidates: list, *, value_label: str = "EVSI", indent: str = "
             lines.append(f"{indent}{name}  admitted  cost {num(c.get('penalty'))}{extra}")
         else:
             q = f"Q_{c['depth']} {num(c['q'])}  " if "q" in c else ""
+            plan = ""
+            if "plan_lo" in c:  # the bounded planner: the interval of the best plan that starts here
+                plan = f"  plan [{num(c['plan_lo'])}, {num(c.get('plan_up'))}]"
             lines.append(f"{indent}{name}  {q}{value_label} {num(c['value']):>6}  cost {num(c['penalty']):>6}"
-                         f"  net {num(c['net']):>6}")
+                         f"  net {num(c['net']):>6}{plan}")
     return "\n".join(lines)
+
+
+_STOPPED = {
+    "budget": "the node budget was spent",
+    "price": "more search would cost more than it could gain",
+    "deadline": "the deadline passed",
+    "memory": "the graph reached its memory cap",
+}
+
+
+def planning_text(info: dict) -> str | None:
+    """One line on the bounded planner's search (None for policies without an interval)."""
+    if "interval" not in info:
+        return None
+    lo, up = info["interval"]
+    work = f"{info['nodes_expanded']:,} nodes added, plan depth {info['plan_depth']}"
+    if info["certified"]:
+        return f"planning: certified optimum {num(up)} (gap {info['gap']:.1g}; {work})"
+    why = _STOPPED.get(info["planning_stopped"], info["planning_stopped"])
+    return f"planning: optimum in [{num(lo)}, {num(up)}], gap {num(info['gap'])}: stopped because {why} ({work})"
 
 
 def format_trace(receipt: dict) -> str:
@@ -87,6 +110,8 @@ def format_trace(receipt: dict) -> str:
             out.append(f"  working toward {info['target']}")
         if "plan_text" in info:
             out.append("  plan: " + info["plan_text"])
+        if planning_text(info):
+            out.append("  " + planning_text(info))
         note = "" if entry["chosen"] in (None, entry["acquired"]) else f" (policy chose {entry['chosen']})"
         out.append(f"  -> acquire {entry['acquired']}{note}: observed {entry['outcome']}")
         a = entry["after"]
@@ -102,6 +127,8 @@ def format_trace(receipt: dict) -> str:
         out.append(format_table(final["candidates"], value_label=label, indent="    "))
         if "plan_text" in (final.get("policy_info") or {}):
             out.append("  plan: " + final["policy_info"]["plan_text"])
+        if planning_text(final.get("policy_info") or {}):
+            out.append("  " + planning_text(final["policy_info"]))
         for c in final["contradictions"]:
             claims = "; ".join(f"{v} by {', '.join(s)}" for v, s in c["claims"].items())
             out.append(f"  contradiction: {c['proposition']}: {claims}")

@@ -32,6 +32,9 @@ class Policy:
        admitted rows with the policy's value, penalty and net.
     4. ``spec`` rebuilds an equal policy through
        :func:`planner.policies.parse_policy` (it is stored in receipts).
+    5. :meth:`choose` gives exactly ``decide``'s choice and ``limited`` flag;
+       exact evaluation calls it, so a policy may override it to skip the
+       candidate table and the plan text it does not need.
 
     **Registering a policy**: one file defines a subclass (a frozen attrs
     class) with the class attributes below, and one line in
@@ -87,6 +90,11 @@ class Policy:
 
     def decide(self, node):  # pragma: no cover - interface
         raise NotImplementedError
+
+    def choose(self, node) -> tuple:
+        """``(observation index or None, limited)``: :meth:`decide`'s choice without its presentation."""
+        d = self.decide(node)
+        return d.observe, d.limited
 
     def params(self) -> dict:
         """The policy's parameters, for receipts."""

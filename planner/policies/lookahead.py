@@ -23,7 +23,8 @@ node, else its structural prerequisite depth while a plan can still unlock it
 (:mod:`planner.prerequisites`; see :func:`auto_depth`).
 
 A search that would expand more than ``max_nodes`` nodes (default
-:data:`lookahead.search.MAX_NODES`, 2,000,000) raises
+:func:`lookahead.search.default_node_cap`: 2,000,000, fewer where nodes are
+expensive) raises
 :class:`planner.errors.SearchCapError`, which carries the policy, the depth
 and the cap (the CLI's message names the options that help).
 """
@@ -33,7 +34,6 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-import lookahead.search
 from lookahead.core import TIE, affordable, evsi
 from lookahead.layout import NOT_TAKEN
 from lookahead.search import SearchCapExceeded, expectimax, plan_from
@@ -41,14 +41,13 @@ from planner.andor import precondition_graph
 from planner.errors import PolicyError, SearchCapError
 from planner.node import Candidate, Decision
 from planner.policies.base import Policy, pick_best, positive_int
+from planner.policies.plans import named_plan, plan_text
 from planner.prerequisites import cheapest_prerequisite_plan, prerequisite_depth
 
 __all__ = ["Lookahead", "MAX_AUTO_DEPTH", "auto_depth", "plan_text"]
 
 #: The deepest search ``lookahead:auto`` will choose.
 MAX_AUTO_DEPTH = 4
-#: plan_text longer than this is shortened by eliding the deepest follow-ups.
-PLAN_TEXT_WIDTH = 240
 
 
 def _check_depth(_inst, _attr, value):
@@ -68,7 +67,8 @@ class Lookahead(Policy):
         Search depth d >= 1 (1 is the one-step rule), or ``"auto"``.
     max_nodes : int, optional
         Node cap of one search; None (the default) means
-        :data:`lookahead.search.MAX_NODES`, read when the search runs.
+        :func:`lookahead.search.default_node_cap` (2,000,000 nodes, fewer on
+        domains whose nodes are expensive), read when the search runs.
     prune : bool
         EVPI pruning below the root (never changes a value or a choice).
 
@@ -108,22 +108,35 @@ class Lookahead(Policy):
     def spec(self) -> str:
         return f"lookahead:{self.depth}"
 
-    def decide(self, node):
+    def _search(self, node):
+        """``(depth, prerequisite depths or None, SearchResult)`` at `node`."""
         c = node.compiled
-        info: dict = {}
+        pdepths = None
         if self.depth == "auto":
             d, pdepths = auto_depth(node)
-            info["depth_rule"] = "auto"
-            info["prerequisite_depths"] = pdepths
         else:
             d = int(self.depth)
-        cap = lookahead.search.MAX_NODES if self.max_nodes is None else int(self.max_nodes)
+        cap = None if self.max_nodes is None else int(self.max_nodes)
         try:
             res = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted, d,
                              c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values,
                              prune=self.prune, max_nodes=cap)
         except SearchCapExceeded as e:
             raise SearchCapError(self.spec, d, e.cap) from None
+        return d, pdepths, res
+
+    def choose(self, node):
+        _, _, res = self._search(node)
+        c = node.compiled
+        return pick_best(node.risk - res.expected - c.penalty, c.penalty, node.eligible), False
+
+    def decide(self, node):
+        c = node.compiled
+        info: dict = {}
+        d, pdepths, res = self._search(node)
+        if pdepths is not None:
+            info["depth_rule"] = "auto"
+            info["prerequisite_depths"] = pdepths
         values = node.risk - res.expected  # EVSI at depth 1, bit for bit
         net = values - c.penalty
         rows = node.gate_candidates()
@@ -138,11 +151,11 @@ class Lookahead(Policy):
         else:
             raw = plan_from(res, choice, node.belief, node.outcome_of, c.lik, c.n_outcomes, c.loss, c.facts,
                             c.penalty)
-            plan = _named(c, raw)
+            plan = named_plan(c, raw)
         info.update({
             "depth": d,
             "plan": plan,
-            "plan_text": plan_text(plan, d, node.risk),
+            "plan_text": plan_text(plan, node.risk, label=f"Q_{d}", horizon=f"depth-{d} plan"),
             "nodes_expanded": res.nodes,
             "memo_hits": res.hits,
             "table_size": res.entries,
@@ -150,60 +163,6 @@ class Lookahead(Policy):
             "pruned": res.pruned,
         })
         return Decision(observe=choice, candidates=tuple(rows), info=info)
-
-
-# --------------------------------------------------------------------------
-# the plan, with names
-
-
-def _named(c, raw: dict) -> dict:
-    if "stop" in raw:
-        return {"stop": c.action_names[raw["action"]], "expected_loss": raw["value"]}
-    o = raw["observe"]
-    return {
-        "observe": c.obs_names[o],
-        "q": raw["q"],
-        "penalty": raw["penalty"],
-        "outcomes": {c.outcome_names[o][x["outcome"]]: {"p": x["p"], "then": _named(c, x["then"])}
-                     for x in raw["outcomes"]},
-    }
-
-
-def _render(plan: dict, levels: int) -> str:
-    if "stop" in plan:
-        return plan["stop"].upper()
-    if levels <= 0:
-        return plan["observe"] + " -> ..."
-    subs = [(y, _render(x["then"], levels - 1)) for y, x in plan["outcomes"].items()]
-    if len(subs) > 1 and len({s for _, s in subs}) == 1:
-        return f"{plan['observe']} -> {{any: {subs[0][1]}}}"
-    return plan["observe"] + " -> {" + ", ".join(f"{y}: {s}" for y, s in subs) + "}"
-
-
-def plan_text(plan: dict, depth: int, risk: float) -> str:
-    """One line: the planned first observation, its follow-ups per outcome, Q_d against stopping.
-
-    Stops are shown as the action in capitals; follow-ups deeper than fit in
-    :data:`PLAN_TEXT_WIDTH` characters are elided as ``...`` (the full plan is
-    ``info["plan"]``).
-
-    >>> plan_text({"stop": "hold", "expected_loss": 1.085}, 2, 1.085)
-    'stop now: HOLD (expected loss 1.085); no depth-2 plan beats it'
-    >>> p = {"observe": "a", "q": 1.0, "penalty": 0.1, "outcomes": {
-    ...      "yes": {"p": 0.5, "then": {"stop": "go", "expected_loss": 0.0}},
-    ...      "no": {"p": 0.5, "then": {"stop": "wait", "expected_loss": 1.8}}}}
-    >>> plan_text(p, 1, 2.0)
-    'a -> {yes: GO, no: WAIT}  (Q_1 1.000 vs stop 2.000)'
-    """
-    if "stop" in plan:
-        return (f"stop now: {plan['stop'].upper()} (expected loss {plan['expected_loss']:.3f}); "
-                f"no depth-{depth} plan beats it")
-    tail = f"  (Q_{depth} {plan['q']:.3f} vs stop {risk:.3f})"
-    for levels in range(depth, 0, -1):
-        text = _render(plan, levels) + tail
-        if len(text) <= PLAN_TEXT_WIDTH:
-            return text
-    return _render(plan, 0) + tail
 
 
 # --------------------------------------------------------------------------

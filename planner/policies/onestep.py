@@ -61,3 +61,7 @@ class OneStepEVSI(Policy):
     def decide(self, node):
         net, rows = one_step_table(node)
         return Decision(observe=pick_best(net, node.compiled.penalty, node.eligible), candidates=tuple(rows))
+
+    def choose(self, node):
+        c = node.compiled
+        return pick_best(one_step_values(node) - c.penalty, c.penalty, node.eligible), False

@@ -11,6 +11,7 @@ from __future__ import annotations
 from planner.errors import PolicyError
 from planner.policies.base import Policy
 from planner.policies.baselines import NoRetrieval, StaticTopK
+from planner.policies.bounded import Bounded
 from planner.policies.confidence import ConfidenceGate
 from planner.policies.dependency import DependencyRule
 from planner.policies.lookahead import Lookahead
@@ -28,11 +29,12 @@ POLICIES = (
     OneStepEVSI,
     DependencyRule,
     Lookahead,
+    Bounded,
     PostFilteredTopK,
 )
 
 #: The spec a session uses when none is given.
-DEFAULT_POLICY = "one-step"
+DEFAULT_POLICY = "bounded"
 
 _BY_NAME = {cls.name: cls for cls in POLICIES}
 

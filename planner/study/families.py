@@ -729,7 +729,7 @@ def _bench_observations(rng, props: list, n_obs: int, precondition_rate: float, 
 
 
 def benchmark_domain(n_obs: int, n_states: int, *, seed: int, precondition_rate: float = 0.25,
-                     max_outcomes: int = 3) -> dict:
+                     max_outcomes: int = 3, chain: int = 0) -> dict:
     """A domain-file dict for the lookahead benchmark: `n_obs` observations, `n_states` joint states.
 
     Parameters
@@ -744,6 +744,11 @@ def benchmark_domain(n_obs: int, n_states: int, *, seed: int, precondition_rate:
         Chance that an observation after the first four requires an outcome of an earlier one.
     max_outcomes : int
         Most outcomes of an informing observation (2 or 3).
+    chain : int
+        A prerequisite chain in front of every source that can establish
+        ``p0`` (the fact the gated action needs): ``chain_1 .. chain_k``
+        (reliability 0.97, each requiring the one before) come first in the
+        file and count toward `n_obs`. With 0 (the default) nothing changes.
 
     Examples
     --------
@@ -762,6 +767,8 @@ def benchmark_domain(n_obs: int, n_states: int, *, seed: int, precondition_rate:
         raise ValueError(f"max_outcomes must be 2 or 3, got {max_outcomes}")
     if not 0.0 <= precondition_rate <= 1.0:
         raise ValueError(f"precondition_rate must be in [0, 1], got {precondition_rate}")
+    if not 0 <= chain < n_obs:
+        raise ValueError(f"chain must be in [0, n_obs), got {chain}")
     rng = np.random.default_rng(seed)
     props = [f"p{i}" for i in range(k)]
     prior = {p: _binary(_r(rng.uniform(0.2, 0.8), 2), *_BENCH_VALUES) for p in props}
@@ -773,7 +780,28 @@ def benchmark_domain(n_obs: int, n_states: int, *, seed: int, precondition_rate:
         "world": {p: {"values": list(_BENCH_VALUES)} for p in props},
         "prior": prior,
         "actions": actions,
-        "budget": {"limits": {"calls": 8, "latency_ms": float(200 * max(4, n_obs // 4))},
+        "budget": {"dimensions": ["calls", "latency_ms", "tokens"],  # tokens may be in no drawn cost
+                   "limits": {"calls": 8, "latency_ms": float(200 * max(4, n_obs // 4))},
                    "weights": {"calls": 0.02, "latency_ms": 0.0004, "tokens": 0.0001}},
-        "observations": _bench_observations(rng, props, n_obs, precondition_rate, max_outcomes),
+        "observations": _bench_chain(_bench_observations(rng, props, n_obs - chain, precondition_rate, max_outcomes),
+                                     chain, props[0]),
     }
+
+
+def _bench_chain(observations: dict, chain: int, gated: str) -> dict:
+    """`observations` behind a prerequisite chain of `chain` steps in front of every source establishing `gated`."""
+    if not chain:
+        return observations
+    out = {}
+    for j in range(chain):
+        spec = {"role": "inform", "outcomes": ["ok", "fail"], "likelihood": {"ok": 0.97, "fail": 0.03},
+                "cost": {"calls": 1, "latency_ms": 40, "tokens": 0}}
+        if j:
+            spec["requires"] = {f"chain_{j}": "ok"}
+        out[f"chain_{j + 1}"] = spec
+    last = {f"chain_{chain}": "ok"}
+    for name, spec in observations.items():
+        if spec["role"] == "establish" and spec["bears_on"] == gated:
+            spec = dict(spec, requires={"all": [last, spec["requires"]]} if "requires" in spec else last)
+        out[name] = spec
+    return out

@@ -42,9 +42,8 @@ import time
 import numpy as np
 
 from planner.errors import SessionError
-from planner.evaluate import evaluate_policy
-from planner.harm import acquisition_harm, correct_actions
-from planner.node import Decision, root_node
+from planner.evaluate import correct_actions, evaluate_policy
+from planner.node import root_node
 from planner.policies.base import Policy
 from planner.simulate import inverse_cdf
 
@@ -56,8 +55,6 @@ __all__ = [
     "measure_exact",
     "draw_episodes",
     "measure_mc",
-    "harm_of",
-    "ReplayPolicy",
 ]
 
 #: Columns that depend on wall-clock time (excluded when comparing runs).
@@ -272,7 +269,7 @@ def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_ac
         elif vstar >= rec.risk - _TOL:  # the optimum stops here
             wasteful += tn.prob
     p_wasteful = _p_any_wasteful(tree, optimal) if optimal is not None else float("nan")
-    harm, fixed = harm_of(c, policy.spec, timed.records, caller)
+    harm, fixed = ev.harm, ev.fixed
     spent = dict(ev.expected_spent)
     root = next(tn for tn in tree if tn.path == ())
     return {
@@ -310,27 +307,6 @@ def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_ac
         "_root_record": root.record,
         "_tree": tree,
     }
-
-
-class ReplayPolicy(Policy):
-    """Replay the decisions a :class:`TimedPolicy` recorded (for a second enumeration without re-planning)."""
-
-    def __init__(self, spec: str, records: dict):
-        self._spec = spec
-        self.records = records
-
-    @property
-    def spec(self) -> str:
-        return self._spec
-
-    def decide(self, node):
-        return Decision(observe=self.records[node.key].observe, candidates=())
-
-
-def harm_of(compiled, spec: str, records: dict, caller=None) -> tuple[float, float]:
-    """(harm, fixed) against no retrieval: :func:`planner.harm.acquisition_harm` on the recorded decisions."""
-    h = acquisition_harm(compiled, ReplayPolicy(spec, records), caller)
-    return h.harm, h.fixed
 
 
 def _p_any_wasteful(tree, optimal) -> float:

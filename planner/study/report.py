@@ -14,11 +14,13 @@ shallower one exceeds ``w`` times its mean extra planning time per episode
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections import defaultdict
 
 import numpy as np
 
+from planner.atomic import write_bytes
 from planner.study.families import BUDGET_LEVELS, FAMILIES
 from planner.study.runner import DEPTH, POLICIES
 
@@ -45,13 +47,26 @@ def _columns(rows) -> list:
 
 
 def write_csv(rows, path) -> None:
-    """Write rows (dicts) to CSV, columns in order of first appearance; floats at full precision."""
+    r"""Write rows (dicts) to CSV, columns in order of first appearance; floats at full precision.
+
+    The file is replaced atomically (:func:`planner.atomic.write_bytes`): a
+    failure raises :class:`~planner.atomic.OutputError` and leaves the
+    previous file as it was.
+
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> write_csv([{"a": 0.1, "b": None}, {"b": "x"}], p)
+    >>> p.read_text()
+    'a,b\n0.1,\n,x\n'
+    """
     cols = _columns(rows)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=cols, lineterminator="\n")
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: _cell(r.get(k)) for k in cols})
+    # built in memory and written as bytes: "\n" line ends on every platform, one atomic write
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: _cell(r.get(k)) for k in cols})
+    write_bytes(path, buf.getvalue().encode("utf-8"))
 
 
 def _cell(v):
@@ -853,6 +868,13 @@ def _finding(s, peer_rows=()) -> list:
 # plots
 
 
+def _save(fig, path) -> None:
+    """Render `fig` as PNG in memory, then write it atomically (a failed write leaves the previous plot)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    write_bytes(path, buf.getvalue())
+
+
 def make_plots(rows, out_dir, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT) -> tuple[list, str | None]:
     """Write the PNG plots into `out_dir`; return ``(file names, note)``. Needs matplotlib.
 
@@ -901,7 +923,7 @@ def make_plots(rows, out_dir, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT)
         ax.axis("off")
     fig.tight_layout()
     name = "loss_vs_latency.png"
-    fig.savefig(out_dir / name, dpi=110)
+    _save(fig, out_dir / name)
     plt.close(fig)
     files.append(name)
 
@@ -918,7 +940,7 @@ def make_plots(rows, out_dir, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT)
     ax.legend(fontsize=8)
     fig.tight_layout()
     name = "gain_vs_prereq_depth.png"
-    fig.savefig(out_dir / name, dpi=110)
+    _save(fig, out_dir / name)
     plt.close(fig)
     files.append(name)
 
@@ -938,7 +960,7 @@ def make_plots(rows, out_dir, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT)
     axes[1].legend(fontsize=7)
     fig.tight_layout()
     name = "gain_vs_asymmetry.png"
-    fig.savefig(out_dir / name, dpi=110)
+    _save(fig, out_dir / name)
     plt.close(fig)
     files.append(name)
 
@@ -980,7 +1002,7 @@ def make_plots(rows, out_dir, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT)
         ax.set_yticks(range(len(fams)), fams)
     fig.tight_layout()
     name = "regime_map.png"
-    fig.savefig(out_dir / name, dpi=110)
+    _save(fig, out_dir / name)
     plt.close(fig)
     files.append(name)
     return files, None

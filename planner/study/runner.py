@@ -315,34 +315,30 @@ def _peer(case, c, admission, rows, by) -> list:
 
 
 class _Progress:
-    """tqdm when installed, else a counter on stderr."""
+    """A tqdm bar (count, rate, ETA) on stderr while the sweep runs; silent when disabled or off a terminal.
 
-    def __init__(self, total: int, enabled: bool = True, desc: str = "cases"):
-        self.total, self.n, self.enabled, self.bar = total, 0, enabled, None
-        if enabled:
-            try:
-                from tqdm import tqdm
+    Off a terminal (a log file, a pipe, CI) a bar is only noise between the
+    lines that matter, so it is shown only where someone is watching.
+    `file` is for tests (default: ``sys.stderr`` at construction time).
+    """
 
-                self.bar = tqdm(total=total, desc=desc, unit="case", file=sys.stderr)
-            except ImportError:
-                self._print()
+    def __init__(self, total: int, enabled: bool = True, desc: str = "cases", file=None):
+        from tqdm import tqdm
 
-    def _print(self):
-        print(f"\r[{self.n}/{self.total}] cases", end="" if self.n < self.total else "\n", file=sys.stderr,
-              flush=True)
+        stream = sys.stderr if file is None else file
+        try:
+            on = enabled and stream.isatty()
+        except (AttributeError, ValueError):  # a closed or a fake stream
+            on = False
+        self.total, self.n = total, 0
+        self.bar = tqdm(total=total, desc=desc, unit="case", file=stream, disable=not on, dynamic_ncols=True)
 
     def update(self):
         self.n += 1
-        if not self.enabled:
-            return
-        if self.bar is not None:
-            self.bar.update(1)
-        else:
-            self._print()
+        self.bar.update(1)
 
     def close(self):
-        if self.bar is not None:
-            self.bar.close()
+        self.bar.close()
 
 
 def _collect(results: list) -> tuple[list, list, dict]:

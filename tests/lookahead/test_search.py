@@ -350,3 +350,170 @@ def test_ties_in_the_plan_prefer_stopping_then_the_cheaper():
     value, best = lookup(res, [(o, 0)], 1)
     assert best == -1  # nothing after the oracle beats stopping
     assert value == child(node, o, 0).risk
+
+
+def test_the_default_cap_bounds_work_not_only_nodes():
+    """4,096 states x 40 zero-cost observations: the work cap binds long before 2,000,000 nodes."""
+    from lookahead.search import MAX_NODES, MAX_WORK, default_node_cap
+    from planner.study.families import benchmark_domain
+
+    d = benchmark_domain(40, 4096, seed=1)
+    for o in d["observations"].values():
+        o["cost"] = {}
+        o.pop("requires", None)
+    node = planner.Session(planner.Domain.from_dict(d)).node
+    c = node.compiled
+    cap = default_node_cap(c.n_states, len(c.obs_names), c.lik.shape[1], c.loss.shape[0])
+    assert cap * c.n_states * (c.loss.shape[0] + c.lik.shape[1] * len(c.obs_names)) <= MAX_WORK
+    assert cap < MAX_NODES // 100
+    with pytest.raises(SearchCapExceeded) as err:
+        search(node, 3)
+    assert err.value.cap == cap
+    # an explicit cap is used as given
+    with pytest.raises(SearchCapExceeded) as err:
+        search(node, 3, max_nodes=50)
+    assert err.value.cap == 50
+
+
+# --------------------------------------------------------------------------
+# the kernel's layout: leaves in their own table, tables grown between runs of the loop
+
+
+def _sequential_risk(node, pairs):
+    """R at root + `pairs`, with the kernel's sums written out one float operation at a time.
+
+    The belief is the root's times each pair's likelihood in observation order,
+    normalised once (``lookahead.search.canonical_belief``, summed left to right; the
+    root's own belief as given);
+    the permitted actions come from ``lookahead.core.permitted_actions`` (the rule the
+    kernel's own fact helpers must agree with); ties as ``bayes_risk``.
+    """
+    c = node.compiled
+    oc = node.outcome_of.copy()
+    for o, y in pairs:
+        oc[o] = y
+    u = [float(x) for x in node.belief]
+    for o, y in sorted(pairs):
+        u = [u[s] * float(c.lik[o, y, s]) for s in range(len(u))]
+    if pairs:  # the root's belief is used as given
+        z = 0.0
+        for x in u:
+            z += x
+        if z > 0.0:
+            u = [x / z for x in u]
+    perm = permitted_actions(oc, c.facts)
+    best = np.inf
+    for a in range(c.loss.shape[0]):
+        if not perm[a]:
+            continue
+        x = 0.0
+        for s in range(len(u)):
+            x += u[s] * float(c.loss[a, s])
+        if x < best - 1e-12:
+            best = x
+    return best
+
+
+def _leaf_sets(root, depth, limit=400):
+    """Pair sets `depth` eligible moves (outcomes of positive probability) below `root`: the search's leaves."""
+    frontier = {(): root}
+    for _ in range(depth):
+        nxt = {}
+        for pairs, n in frontier.items():
+            for o in np.flatnonzero(n.eligible):
+                p = n.outcome_probs(int(o))
+                for y in range(len(p)):
+                    if p[y] > 0:
+                        key = tuple(sorted(pairs + ((int(o), y),)))
+                        if key not in nxt and len(nxt) < limit:
+                            nxt[key] = n.child(int(o), y)
+        frontier = nxt
+    return list(frontier)
+
+
+@settings(max_examples=40)
+@given(raw=domain_dicts(rich_preconditions=True), seed=st.integers(0, 2**16), depth=st.integers(1, 3),
+       entitled=st.booleans())
+def test_leaves_evaluated_in_their_parent_are_the_risk_bit_for_bit(raw, seed, depth, entitled):
+    """Leaves are not entered as nodes; each is stored once, with R exactly as a node would compute it."""
+    node = random_node(planner.Domain.from_dict(raw), seed, steps=1, entitled=entitled)
+    res = search(node, depth, prune=False)
+    node_tab, leaf_tab = res.table
+    assert node_tab.dtype.names == ("key", "value", "count", "best") and leaf_tab.dtype.names == ("key", "value")
+    n_leaves = int((leaf_tab["key"] != 0).sum())
+    assert n_leaves + int((node_tab["key"] != 0).sum()) == res.entries == res.nodes
+    if res.depth < depth:  # capped at the observations left: the leaves are fewer steps down
+        depth = res.depth
+    sets = _leaf_sets(node, depth)
+    if depth >= 1 and len(sets) < 400:
+        assert n_leaves == len(sets)
+    for pairs in sets:
+        found = lookup(res, pairs, 0)
+        assert found is not None, pairs
+        assert found == (_sequential_risk(node, pairs), -1)
+
+
+@settings(max_examples=30)
+@given(raw=domain_dicts(rich_preconditions=True), seed=st.integers(0, 2**16), depth=st.integers(0, 4),
+       prune=st.booleans())
+def test_tables_grown_between_runs_change_nothing(raw, seed, depth, prune):
+    """From two slots a table doubles many times (the loop stops at a node's entry and resumes): same results."""
+    import lookahead.search as ls
+
+    node = random_node(planner.Domain.from_dict(raw), seed, steps=1)
+    big = search(node, depth, prune=prune)
+    saved = ls.INITIAL_CAPACITY
+    try:
+        ls.INITIAL_CAPACITY = 2
+        small = search(node, depth, prune=prune)
+    finally:
+        ls.INITIAL_CAPACITY = saved
+    assert repr(small.value) == repr(big.value) and repr(small.tree_nodes) == repr(big.tree_nodes)
+    np.testing.assert_array_equal(small.expected, big.expected)
+    assert (small.nodes, small.hits, small.entries, small.pruned) == (big.nodes, big.hits, big.entries, big.pruned)
+    for pairs in _leaf_sets(node, min(depth, small.depth), limit=50):
+        for remaining in range(small.depth + 1):
+            assert lookup(small, pairs, remaining) == lookup(big, pairs, remaining)
+
+
+def test_growth_resumes_a_deep_search_exactly(kyc):
+    import lookahead.search as ls
+
+    node = planner.Session(kyc).node
+    big = search(node, 5)
+    saved = ls.INITIAL_CAPACITY
+    try:
+        ls.INITIAL_CAPACITY = 1
+        small = search(node, 5)
+    finally:
+        ls.INITIAL_CAPACITY = saved
+    assert (small.value, small.nodes, small.hits, small.tree_nodes) == (big.value, big.nodes, big.hits, big.tree_nodes)
+    np.testing.assert_array_equal(small.q, big.q)
+
+
+@settings(max_examples=40)
+@given(raw=domain_dicts(rich_preconditions=True), seed=st.integers(0, 2**16), steps=st.integers(0, 3),
+       entitled=st.booleans())
+def test_the_kernels_fact_helpers_follow_lookahead_core(raw, seed, steps, entitled):
+    """lookahead.search's break-free fact helpers (refcount-free in the loop) give core's facts and reach."""
+    from lookahead import core
+    from lookahead import search as ls
+
+    node = random_node(planner.Domain.from_dict(raw), seed, steps=steps, entitled=entitled)
+    f = node.compiled.facts
+    oc = node.outcome_of.copy()
+    n_values = _n_values(node.compiled)
+    P, N, A = f.action_mentions.shape[1], f.expr_kind.shape[0], f.action_req.shape[0]
+    work = np.empty((3, P), dtype=np.int64)
+    core._status_into(oc, f.est_prop, f.est_kind, f.est_value, work)
+    want_vals, got_vals = np.zeros((2, N), dtype=bool), np.zeros((2, N), dtype=bool)
+    want_flags, got_flags = np.zeros((2, A), dtype=bool), np.zeros((2, A), dtype=bool)
+    args = (f.expr_kind, f.expr_a, f.expr_b, f.expr_start, f.expr_count, f.expr_children)
+    core._facts_into(oc, work, *args, want_vals)
+    ls._facts(oc, work, *args, got_vals)
+    reach = (oc, node.admission.admitted, f.est_prop, f.est_value, *args, f.action_req, work,
+             np.zeros((P, n_values), dtype=bool))
+    core._reach_into(*reach, want_vals, want_flags)
+    ls._reach(*reach, got_vals, got_flags)
+    np.testing.assert_array_equal(got_vals, want_vals)
+    np.testing.assert_array_equal(got_flags[1], want_flags[1])

@@ -162,6 +162,20 @@ def test_every_expectation_kind_can_fail(payment):
                      "WrongContradictions", "WrongUnknownOutcomes", "WrongRejection"}
 
 
+def test_optimal_expectation_fails_for_a_short_sighted_policy():
+    """The refund scenario: one-step escalates at 8.000 where a three-step plan reaches 6.242."""
+    d = planner.load_domain("refund_request")
+    raw = dict(d.raw)
+    checks = [{"name": n, "policy": p, "world": {"fraud": "legit", "parcel": "lost"}, "expect": {"optimal": True}}
+              for n, p in
+              (("short", "one-step"), ("deep", "lookahead:3"), ("default", "bounded"))]
+    d = _domain_with_checks(raw, checks)
+    results = {r.name: r for r in (run_check(d, chk) for chk in parse_checks(d))}
+    assert _kinds(results["short"]) == ["NotOptimal"]
+    assert "8.000000" in str(results["short"].failures[0]) and "6.2416" in str(results["short"].failures[0])
+    assert results["deep"].status == "pass" and results["default"].status == "pass"
+
+
 def test_unscripted_acquisition(payment):
     d = _domain_with_checks(payment.raw, [{"name": "c", "policy": "one-step"}])
     r = run_check(d, parse_checks(d)[0])

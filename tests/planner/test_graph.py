@@ -11,8 +11,9 @@ from numpy.testing import assert_allclose
 
 import planner
 from conftest import DOMAINS, tiny_dict
+from test_pictures import parse_mermaid
 from planner.cli import main
-from planner.andor import build_graph
+from planner.andor import build_graph, flow_graph
 from planner.export import to_dot, to_mermaid
 from planner.loader import _precondition_cycle as find_precondition_cycle
 from planner.prerequisites import availability_warnings, cheapest_prerequisite_plan, prerequisite_depth
@@ -296,50 +297,28 @@ def test_validate_prints_the_warnings(tmp_path, capsys, kyc_raw):
 # --------------------------------------------------------------------------
 # export
 
-_NODE = re.compile(r'^\s+(n\d+)(\["[^"]*"\]|\("[^"]*"\)|\{"[^"]*"\})$')
-_EDGE = re.compile(r"^\s+(n\d+) --> (n\d+)$")
-
-
-def parse_mermaid(text: str):
-    """A strict little parser for the flowchart subset we emit: nodes with a label, edges."""
-    lines = text.splitlines()
-    assert lines[0] == "flowchart TD"
-    nodes, edges = {}, []
-    for line in lines[1:]:
-        m = _NODE.match(line)
-        if m:
-            assert m.group(1) not in nodes, f"node {m.group(1)} defined twice"
-            shape = m.group(2)
-            nodes[m.group(1)] = (shape[0], shape[2:-2])
-            continue
-        m = _EDGE.match(line)
-        assert m, f"not mermaid flowchart syntax: {line!r}"
-        assert m.group(1) in nodes and m.group(2) in nodes, f"edge to an undefined node: {line!r}"
-        edges.append((m.group(1), m.group(2)))
-    return nodes, edges
-
-
 def test_mermaid_round_trips_nodes_and_edges(kyc):
-    g = build_graph(kyc)
-    nodes, edges = parse_mermaid(to_mermaid(g))
+    g = flow_graph(kyc)
+    nodes, edges, _ = parse_mermaid(to_mermaid(g))
     assert len(nodes) == g.number_of_nodes() and len(edges) == g.number_of_edges()
     labels = sorted(label for _, label in nodes.values())
-    assert labels == sorted(d["label"] for _, d in g.nodes(data=True))
-    shapes = {"[": "observation", "(": "fact", "{": "gate"}
+    assert labels == sorted(d["label"].replace("\n", "<br/>") for _, d in g.nodes(data=True))
+    shapes = {"[": "observation", "(": "fact", "{": "gate", "[[": "action"}
     kinds = sorted(shapes[s] for s, _ in nodes.values())
     want = sorted("gate" if d["kind"] in ("and", "or") else d["kind"] for _, d in g.nodes(data=True))
     assert kinds == want
-    # same edges, by label
+    # same edges, by label, with the same edge labels
     by_id = {i: label for i, (_, label) in nodes.items()}
-    assert sorted((by_id[u], by_id[v]) for u, v in edges) == sorted(
-        (g.nodes[u]["label"], g.nodes[v]["label"]) for u, v in g.edges)
+    assert sorted((by_id[u], by_id[v], lab or "") for u, v, lab in edges) == sorted(
+        (g.nodes[u]["label"].replace("\n", "<br/>"), g.nodes[v]["label"].replace("\n", "<br/>"),
+         d.get("label", "")) for u, v, d in g.edges(data=True))
 
 
 def test_cli_graph_mermaid_and_dot(capsys, kyc):
     assert main(["graph", str(DOMAINS / "kyc_chain.yaml"), "--format", "mermaid"]) == 0
     out = capsys.readouterr().out
-    nodes, edges = parse_mermaid(out.rstrip("\n"))
-    g = build_graph(kyc)
+    nodes, edges, _ = parse_mermaid(out.rstrip("\n"))
+    g = flow_graph(kyc)
     assert (len(nodes), len(edges)) == (g.number_of_nodes(), g.number_of_edges())
     assert main(["graph", str(DOMAINS / "kyc_chain.yaml"), "--format", "dot"]) == 0
     dot = capsys.readouterr().out

@@ -26,7 +26,14 @@ from planner.cli import main
 from planner.errors import DomainError
 from planner.domain import Domain, load_domain
 from planner.loader import (
+    MAX_ARRAY_BYTES,
+    MAX_CASE_CHECKS,
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_INT_DIGITS,
     MAX_JOINT_STATES,
+    MAX_NODES,
+    MAX_TEXT_CHARS,
     SUM_TOLERANCE,
     content_hash,
     domain_schema,
@@ -65,7 +72,12 @@ def test_manifest_covers_the_required_error_kinds():
                    "unknown proposition", "unknown value", "unknown outcome",
                    "unknown proposition or observation", "cannot return", "duplicate key",
                    "duplicate value", "cyclic preconditions", "exceed the cap", "reserved",
-                   "unknown budget dimension", "at least one must have none"):
+                   "unknown budget dimension", "at least one must have none",
+                   # hostile input (issue 10)
+                   "aliases expand the file past the cap", "refers to the node that contains it",
+                   "nested deeper than the cap", "unacceptable character", "number too large",
+                   "overflows", "the likelihood table needs", "case checks, over the cap",
+                   "appears nowhere else", "duplicate dimension"):
         assert any(needle in m for m in messages), needle
 
 
@@ -325,12 +337,24 @@ def _binary_world(n: int) -> dict:
             "actions": {"wait": {"loss": 1}}}
 
 
+def _square_world(n_values: int) -> dict:
+    vals = [f"v{i}" for i in range(n_values)]
+    props = {p: {"values": vals} for p in ("p", "q")}
+    return {"domain": "wide", "world": props, "prior": {p: {v: 1 / n_values for v in vals} for p in props},
+            "actions": {"wait": {"loss": 1}}}
+
+
 def test_joint_state_cap_is_inclusive():
-    assert MAX_JOINT_STATES == 4096 == 2 ** 12
-    d = domain_from_dict(_binary_world(12))
+    # As many states as the byte cap allows for one single-outcome observation (16 bytes a state).
+    assert MAX_JOINT_STATES == MAX_ARRAY_BYTES // 16 == 1_000_000
+    d = domain_from_dict(_square_world(1000))
     assert math.prod(len(p.values) for p in d.propositions) == MAX_JOINT_STATES
-    with pytest.raises(DomainError, match=r"^world: 8192 joint states exceed the cap of 4096$"):
-        domain_from_dict(_binary_world(13))
+    with pytest.raises(DomainError, match=r"^world: 1,002,001 joint states exceed the cap of 1,000,000$"):
+        domain_from_dict(_square_world(1001))
+    with pytest.raises(DomainError, match=r"^world: 2,097,152 joint states exceed the cap of 1,000,000$"):
+        domain_from_dict(_binary_world(21))
+    with pytest.raises(DomainError, match=r"^world: about 10\^60 joint states exceed the cap of 1,000,000$"):
+        domain_from_dict(_binary_world(200))
 
 
 def test_requirement_no_observation_can_establish_is_not_an_error():
@@ -398,7 +422,8 @@ def test_public_names():
     import planner.loader as loader
 
     for name in ("domain_fields", "read_domain_file", "parse_domain_text", "domain_schema",
-                 "content_hash", "SUM_TOLERANCE", "MAX_JOINT_STATES"):
+                 "content_hash", "SUM_TOLERANCE", "MAX_JOINT_STATES", "MAX_FILE_BYTES", "MAX_DEPTH",
+                 "MAX_NODES", "MAX_TEXT_CHARS", "MAX_INT_DIGITS", "MAX_ARRAY_BYTES", "MAX_CASE_CHECKS"):
         assert name in loader.__all__
     assert planner.load_domain is load_domain
 
@@ -548,7 +573,13 @@ def test_doc_error_examples_match_the_manifest():
 
 def test_doc_mentions_the_caps_and_the_schema():
     text = DOC.read_text(encoding="utf-8")
-    assert f"| `planner.loader.MAX_JOINT_STATES` | {MAX_JOINT_STATES} |" in text
+    for name, value in [("MAX_FILE_BYTES", MAX_FILE_BYTES), ("MAX_DEPTH", MAX_DEPTH), ("MAX_NODES", MAX_NODES),
+                        ("MAX_TEXT_CHARS", MAX_TEXT_CHARS), ("MAX_INT_DIGITS", MAX_INT_DIGITS),
+                        ("MAX_JOINT_STATES", MAX_JOINT_STATES), ("MAX_ARRAY_BYTES", MAX_ARRAY_BYTES),
+                        ("MAX_CASE_CHECKS", MAX_CASE_CHECKS)]:
+        assert f"| `planner.loader.{name}` | {value:,} |" in text, name
+    from planner.errors import MAX_MESSAGE_CHARS
+    assert f"| `planner.errors.MAX_MESSAGE_CHARS` | {MAX_MESSAGE_CHARS} |" in text
     assert SUM_TOLERANCE == 1e-9 and "| `planner.loader.SUM_TOLERANCE` | 1e-9 |" in text
     assert "planner/schema/domain.schema.json" in text
 

@@ -251,7 +251,7 @@ def test_plan_text_elides_what_does_not_fit():
     for k in range(6):
         plan = {"observe": f"observation_with_a_long_name_{k}", "q": 0.5, "penalty": 0.1,
                 "outcomes": {f"outcome_{j}": {"p": 1 / 3, "then": plan if j == 0 else leaf} for j in range(3)}}
-    text = plan_text(plan, 6, 2.0)
+    text = plan_text(plan, 2.0, label="Q_6", horizon="depth-6 plan")
     assert len(text) <= 240 + 40 and "..." in text and "\n" not in text
     assert text.startswith("observation_with_a_long_name_5 -> {outcome_0: observation_with_a_long_name_4")
 

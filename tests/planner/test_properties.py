@@ -127,7 +127,7 @@ def test_no_rejected_acquisition_no_budget_breach_and_replay(d, seed, spec):
 @given(domain_dicts())
 def test_one_step_chooses_the_best_net_and_stops_when_none_positive(d):
     dom = planner.Domain.from_dict(d)
-    step = planner.Session(dom).next()
+    step = planner.Session(dom, "one-step").next()
     nets = [c.net for c in step.candidates if c.status == "admitted"]
     if isinstance(step, planner.Stop):
         assert all(n <= TIE for n in nets)
@@ -144,7 +144,7 @@ def test_ties_break_by_penalty_then_file_order():
         "world": {"x": {"values": ["a", "b"]}},
         "prior": {"x": {"a": 0.5, "b": 0.5}},
         "actions": {"act": {"requires": {"x": "a"}, "loss": {"x": {"a": 0, "b": 10}}}, "wait": {"loss": 3}},
-        "budget": {"weights": {"calls": 0.1, "ms": 0.001}},
+        "budget": {"dimensions": ["calls", "ms"], "weights": {"calls": 0.1, "ms": 0.001}},
         "observations": {
             name: {"role": "establish", "bears_on": "x", "cost": cost,
                    "likelihood": {"a": {"a": 1.0}, "b": {"b": 1.0}}}

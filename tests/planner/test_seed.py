@@ -8,6 +8,8 @@ import sys
 import numpy as np
 from numpy.testing import assert_allclose
 
+import pytest
+
 import planner
 from lookahead.core import evpi
 
@@ -76,13 +78,19 @@ def test_evpi_under_gates_bounds_the_registry(payment):
     assert _row(step.candidates, "approval_registry").value <= bound
 
 
-def test_cli_prints_the_seed_trace():
+@pytest.mark.parametrize("policy, plan", [(None, True), ("one-step", False)])
+def test_cli_prints_the_seed_trace(policy, plan):
+    """The default (bounded) policy prints the seed's one-step numbers, and its plan interval beside them."""
+    extra = [] if policy is None else ["--policy", policy]
     out = subprocess.run([sys.executable, "-m", "planner.cli", "run", "domains/payment_release.yaml",
-                          "--world", "approval=pending"], capture_output=True, text=True, check=True).stdout
+                          "--world", "approval=pending", *extra], capture_output=True, text=True, check=True).stdout
     lines = out.splitlines()
+    tail = (["plan", "[1.193,", "1.193]"] if plan else [])
     assert "  current decision: HOLD  expected loss 4.850" in lines
-    assert any(line.split() == ["approval_registry", "EVSI", "3.911", "cost", "0.253", "net", "3.658"] for line in lines)
-    assert any(line.split() == ["manager_message", "EVSI", "0.000", "cost", "0.167", "net", "-0.167"] for line in lines)
+    assert any(line.split() == ["approval_registry", "EVSI", "3.911", "cost", "0.253", "net", "3.658"] + tail
+               for line in lines)
+    assert any(line.split() == ["manager_message", "EVSI", "0.000", "cost", "0.167", "net", "-0.167"]
+               + (["plan", "[1.360,", "1.360]"] if plan else []) for line in lines)
     assert any(line.split()[:1] == ["stale_approval_pdf"] and line.endswith("rejected: stale for this decision")
                for line in lines)
     assert any(line.split()[:1] == ["mailbox_sweep"] and line.endswith("rejected: permission denied")

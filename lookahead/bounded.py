@@ -1,0 +1,1168 @@
+"""Anytime bounded search over acquisition plans, with a certified gap (numba).
+
+The value of a decision node n (the set of (observation, outcome) pairs seen)
+is the optimal expected total loss from there, with no depth limit::
+
+    V*(n) = min(R(n), min_o [penalty(o) + sum_y P(y | n, o) V*(n + (o, y))])
+
+where ``o`` ranges over observations admitted, untaken, available and
+affordable at n. The search keeps an explicit AND/OR graph of nodes (decision
+nodes and, below them, one chance node per candidate observation) and, for
+every node, an interval ``[L(n), U(n)]`` that contains V*(n). It grows the
+graph best-first (AO*-style): from the root it follows, at decision nodes, the
+candidate with the lowest lower bound and, at chance nodes, the outcome whose
+gap ``P(y) (U - L)`` is largest, expands the tip it reaches, and backs the
+intervals up along that path. It stops when the root's gap is within the
+tolerance, when the node budget is spent, or when the gap is no larger than
+the declared price of planning.
+
+Bounds
+------
+*Upper bound*: ``U(n) = min(R(n), min_o Q_U(o))`` with ``Q_U(o) = penalty(o)
++ sum_y P(y) U(n + (o, y))``, and ``U = R`` at a tip. Every value is the
+expected loss of a complete plan (stop at the tips), so ``U >= V*``.
+
+*Lower bound at a tip*, ``L_h(n) = sum_s b(s) h_n(s)`` with::
+
+    h_n(s) = min over actions u of  L(u, s) + unlock_n(u, s)
+
+``unlock_n(u, s)`` is 0 when u is permitted at n, and otherwise a lower bound
+on the penalty of any set of acquisitions that could make u permitted *in
+state s*: its requirement, evaluated through the AND/OR preconditions, with a
+leaf "p established as v" costing the cheapest untaken, admitted, affordable
+source that can return such an outcome in s (plus its own preconditions), a
+leaf "o returned y" 0 if it holds, infinite if o returned something else, is
+unaffordable or not admitted, or y is impossible in state s, else o's penalty
+plus its preconditions; AND takes the largest term (two terms may share an
+acquisition), OR the smallest. Proof sketch: in state s, any plan ends with a
+permitted action u; its decision loss is L(u, s), and if u was not permitted
+at n the plan acquired, with outcomes possible in s, a set of observations
+that establishes u's requirement, whose penalty is at least unlock_n(u, s).
+So the plan's loss in s is at least h_n(s), and V*(n) >= sum_s b(s) h_n(s).
+Without any gated action this is the perfect-information bound; with them it
+charges what unlocking costs (the gated EVPI, which the older search used, is
+the same bound with every unlock cost 0). ``h_n(s) <= L(a_R, s)`` for the
+action R uses, so ``L_h <= R``.
+
+*The step term* (``BOUND_UNLOCK_STEP``, the default; ``BOUND_UNLOCK``
+without it): a plan either stops now, at exactly ``R(n)``, or acquires at
+least one observation and pays at least the cheapest penalty ``c_min`` among
+the candidates at n; in state s such a plan then loses at least ``min_u
+L(u, s) + max(unlock_n(u, s), c_min)`` (the unlocking acquisitions, if any,
+include that first one). So ``V*(n) >= min(R(n), sum_s b(s) min_u [L(u, s) +
+max(unlock_n(u, s), c_min)])``, which is the tip bound used. A node with no
+candidate is worth R exactly.
+
+*Lower bound after expansion*: ``L(n) = max(L_h(n), min(R(n), min_o Q_L(o)))``
+with ``Q_L(o) = penalty(o) + sum_y P(y) L(n + (o, y))``: the recursion applied
+to lower bounds is a lower bound.
+
+A candidate o whose ``Q_L(o)`` is at least the node's ``U`` is never followed:
+the best-first form of the Star1 cut (its evaluated outcomes plus the lower
+bounds of the rest cannot beat the best alternative).
+
+Node equivalence
+----------------
+Two decision nodes share one graph entry when they are equal for the future:
+
+- the same belief, in an exact canonical form: ``prior x prod lik[o, y]`` over
+  the pairs in observation-index order, normalised once (so the same set of
+  pairs gives the same bits whatever the order it was seen in, and, when
+  observations reveal propositions exactly, different sets that leave the
+  same states possible give the same bits too);
+- the same established status of every proposition, and the same outcome of
+  every observation a precondition or requirement mentions (``returned``);
+- the same set of untaken observations that *matter*: admitted, affordable,
+  and not a no-op (an observation whose outcome is already certain under the
+  belief, that establishes nothing and that no expression mentions: acquiring
+  it costs and changes nothing, so it is never part of a better plan);
+- the same budget spent on every dimension where a hard limit can still bind
+  (the observations that matter could together exceed what is left).
+
+Everything V* depends on (future beliefs and outcome probabilities, decision
+losses, which actions and observations future facts and budgets permit) is a
+function of those, so equivalent nodes have the same V*: sharing preserves
+values. The key is a pair of independent 64-bit hashes of those parts (a
+collision among n entries has probability about n^2 / 2^129).
+
+Arrays
+------
+``S`` states, ``O`` observations, ``Y`` outcome slots, ``A`` actions, ``D``
+budget dimensions, ``P`` propositions, ``N`` decision nodes, ``C`` chance
+nodes, ``K`` child slots, ``H`` hash slots (see :class:`Graph`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from lookahead.core import BUDGET_TOL, TIE, _facts_into, _holds_row, _status_into
+from lookahead.jit import njit
+from lookahead.layout import (
+    EXPR_AND,
+    EXPR_ESTABLISHED,
+    EXPR_RETURNED,
+    NO_EXPR,
+    NOT_TAKEN,
+)
+
+__all__ = [
+    "Graph",
+    "BoundedSearch",
+    "BoundedResult",
+    "DEFAULT_NODE_BUDGET",
+    "DEFAULT_TOL_ABS",
+    "DEFAULT_TOL_REL",
+    "DEFAULT_PRICE",
+    "MAX_GRAPH_BYTES",
+    "CERTIFIED",
+    "BUDGET",
+    "PRICE",
+    "DEADLINE",
+    "MEMORY",
+    "BOUND_EVPI",
+    "BOUND_UNLOCK",
+    "BOUND_UNLOCK_STEP",
+]
+
+#: Nodes (decision nodes evaluated: memo misses) one planning call may add.
+DEFAULT_NODE_BUDGET = 200_000
+#: The root's interval counts as certified when ``U - L <= max(tol_abs, tol_rel * |U|)``.
+DEFAULT_TOL_ABS = 1e-9
+DEFAULT_TOL_REL = 1e-9
+#: Loss units per 1,000 nodes of planning; 0: plan to the tolerance.
+DEFAULT_PRICE = 0.0
+#: The graph is cleared (and planning starts afresh) rather than grow past this many bytes.
+MAX_GRAPH_BYTES = 1 << 30
+
+#: Why planning stopped.
+CERTIFIED, BUDGET, PRICE, DEADLINE, MEMORY = "certified", "budget", "price", "deadline", "memory"
+
+# kernel status codes
+_ST_CERTIFIED, _ST_BUDGET, _ST_PRICE, _ST_SPACE = 0, 1, 2, 3
+
+# counters (Graph.count)
+_C_NODES, _C_CHANCE, _C_SLOTS, _C_HASHED, _C_MERGES, _C_TRANSPOSITIONS, _C_EXPANSIONS, _C_PAIRS = 0, 1, 2, 3, 4, 5, 6, 7
+_N_COUNTS = 10
+_C_ITERATIONS, _C_IDLE = 8, 9  # descents, and descents that found nothing to expand (stale intervals refreshed)
+
+_INF = np.inf
+#: Seed of the pair-table Zobrist keys (fixed: the same graph every run).
+ZOBRIST_SEED = 20_261_201
+_M1 = np.uint64(0x9E3779B97F4A7C15)
+_SEED2 = np.uint64(0xD1B54A32D192ED03)
+
+
+# columns of the packed graph arrays
+_RISK, _LH, _LH0, _LO, _UP = 0, 1, 2, 3, 4  # Graph.nf
+_ACT, _FIRST, _NOPT = 0, 1, 2  # Graph.ni
+_CLO, _CUP = 0, 1  # Graph.cf
+_COBS, _CFIRST, _CN = 0, 1, 2  # Graph.ci
+# columns of Tables.flags
+_F_ADMITTED, _F_MENTIONED, _F_MAYBE_NOOP, _F_PURE = 0, 1, 2, 3
+
+
+class Graph(NamedTuple):
+    """The search graph: decision nodes, chance nodes, child slots and two hash tables (capacity-sized arrays).
+
+    Few arrays, packed by row: numba's compile time grows with the number of
+    arrays a kernel receives (measured: the unpacked layout, 28 arrays, took
+    three times as long to compile), not with their size.
+
+    Decision node i: ``oc[i] : int16[O]`` its pairs (-1 not taken),
+    ``bel[i]`` its canonical belief, ``spent[i]``; ``nf[i] : float64[5]`` R,
+    the tip lower bound ``L_h`` (``L0_h``: the same without the cheapest-step
+    term, for screening candidates), and its interval ``L``, ``U``;
+    ``ni[i] : int64[3]`` the action R uses, its first chance node and how many
+    (first -1: not expanded); ``z[i] : uint64[2]`` the Zobrist hashes of its
+    pairs. Chance node c: ``cf[c]`` = ``Q_L``, ``Q_U``; ``ci[c]`` = its
+    observation, first child slot and number of slots (-1: not generated
+    yet). Child slot k: ``sn[k]`` (a decision node) and ``sp[k]`` = P(y).
+    ``keys[h] : uint64[3]``: the equivalence-key table (two 64-bit keys, 0:
+    empty, and the node); ``pairs[h]``: the same for the table that finds a
+    node by its set of pairs alone (its Zobrist hashes), so the same set
+    reached in another order costs one look-up, not a node evaluation.
+    ``count``: nodes, chance nodes, slots, hashed entries, merges,
+    transpositions, expansions, pair-table entries, descents, idle descents.
+
+    The properties (``lo``, ``up``, ``risk``, ...) are column views for Python callers.
+    """
+
+    oc: np.ndarray
+    bel: np.ndarray
+    spent: np.ndarray
+    nf: np.ndarray
+    ni: np.ndarray
+    z: np.ndarray
+    cf: np.ndarray
+    ci: np.ndarray
+    sn: np.ndarray
+    sp: np.ndarray
+    keys: np.ndarray
+    pairs: np.ndarray
+    count: np.ndarray
+
+    risk = property(lambda g: g.nf[:, _RISK])
+    lh = property(lambda g: g.nf[:, _LH])
+    lh0 = property(lambda g: g.nf[:, _LH0])
+    lo = property(lambda g: g.nf[:, _LO])
+    up = property(lambda g: g.nf[:, _UP])
+    act = property(lambda g: g.ni[:, _ACT])
+    first = property(lambda g: g.ni[:, _FIRST])
+    nopt = property(lambda g: g.ni[:, _NOPT])
+    c_obs = property(lambda g: g.ci[:, _COBS])
+    c_first = property(lambda g: g.ci[:, _CFIRST])
+    c_n = property(lambda g: g.ci[:, _CN])
+    c_lo = property(lambda g: g.cf[:, _CLO])
+    c_up = property(lambda g: g.cf[:, _CUP])
+
+
+def _pow2_at_least(x: int) -> int:
+    h = 1
+    while h < x:
+        h *= 2
+    return h
+
+
+def _new_graph(O: int, S: int, D: int, n: int, c: int, k: int, counts=None, *, n_keys: int = 0,
+               n_pairs: int = 0) -> Graph:
+    """An empty graph for `n` nodes, `c` chance nodes and `k` slots; `n_keys`, `n_pairs`: entries each table must hold.
+
+    A hash table is sized from its own entries (at most half full): the pair
+    table holds one entry per distinct set of pairs reached, nodes plus merges,
+    which can outnumber the nodes many times on exact-outcome domains.
+    """
+    h = _pow2_at_least(max(2 * n, 2 * n_keys))
+    hp = _pow2_at_least(max(4 * n, 2 * n_pairs))
+    ni = np.zeros((n, 3), dtype=np.int64)
+    ni[:, _FIRST] = -1
+    return Graph(
+        oc=np.full((n, O), NOT_TAKEN, dtype=np.int16), bel=np.zeros((n, S)), spent=np.zeros((n, D)),
+        nf=np.zeros((n, 5)), ni=ni, z=np.zeros((n, 2), dtype=np.uint64), cf=np.zeros((c, 2)),
+        ci=np.zeros((c, 3), dtype=np.int64), sn=np.zeros(k, dtype=np.int64), sp=np.zeros(k),
+        keys=np.zeros((h, 3), dtype=np.uint64), pairs=np.zeros((hp, 3), dtype=np.uint64),
+        count=np.zeros(_N_COUNTS, dtype=np.int64) if counts is None else counts.copy())
+
+
+def _graph_bytes(g: Graph) -> int:
+    return sum(a.nbytes for a in g)
+
+
+def _grown(g: Graph, need_nodes: int, need_chance: int, need_slots: int, Y: int = 1) -> Graph:
+    """A copy of `g` with room for at least the given numbers more (capacities doubled as needed).
+
+    Each hash table gets room for its entries plus `Y` more (one expansion's
+    outcomes) at most half full, so a search that stopped for room always
+    finds more: the loop in :meth:`BoundedSearch.plan` cannot spin.
+    """
+    n_used, c_used, k_used = (int(x) for x in g.count[:3])
+    n, c, k = g.nf.shape[0], g.ci.shape[0], g.sn.shape[0]
+    while n < n_used + need_nodes:
+        n *= 2
+    while c < c_used + need_chance:
+        c *= 2
+    while k < k_used + need_slots:
+        k *= 2
+    new = _new_graph(g.oc.shape[1], g.bel.shape[1], g.spent.shape[1], n, c, k, g.count,
+                     n_keys=int(g.count[_C_HASHED]) + Y + 1, n_pairs=int(g.count[_C_PAIRS]) + Y + 1)
+    for name in ("oc", "bel", "spent", "nf", "ni", "z"):
+        getattr(new, name)[:n_used] = getattr(g, name)[:n_used]
+    for name in ("cf", "ci"):
+        getattr(new, name)[:c_used] = getattr(g, name)[:c_used]
+    for name in ("sn", "sp"):
+        getattr(new, name)[:k_used] = getattr(g, name)[:k_used]
+    _rehash(g.keys, new.keys)
+    _rehash(g.pairs, new.pairs)
+    return new
+
+
+# --------------------------------------------------------------------------
+# hashing
+
+
+@njit(cache=True, inline="always")
+def _mix(h, x):
+    """One step of a 64-bit hash combine (splitmix64 finaliser of h ^ x)."""
+    z = (h ^ x) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def _rehash(old, new):
+    mask = new.shape[0] - 1
+    for i in range(old.shape[0]):
+        if old[i, 0] != 0:
+            j = np.int64(old[i, 0] & np.uint64(mask))
+            while new[j, 0] != 0:
+                j = (j + 1) & mask
+            for q in range(3):
+                new[j, q] = old[i, q]
+
+
+@njit(cache=True)
+def _lookup(table, k1, k2):
+    """``(node, slot)``: the node with keys (k1, k2), or ``(-1, free slot)``."""
+    mask = table.shape[0] - 1
+    j = np.int64(k1 & np.uint64(mask))
+    while table[j, 0] != 0:
+        if table[j, 0] == k1 and table[j, 1] == k2:
+            return np.int64(table[j, 2]), j
+        j = (j + 1) & mask
+    return -1, j
+
+
+# --------------------------------------------------------------------------
+# the tables the kernels read
+
+
+class Tables(NamedTuple):
+    """The domain as the kernels read it (built once per :class:`BoundedSearch`).
+
+    ``limits_tol = limits + BUDGET_TOL``; ``lik_zero[o, y]``: outcome y of o has
+    probability 0 in every state (an unplanned ``unavailable``, which carries no
+    information); ``flags : bool[O, 4]`` per observation: admitted;
+    mentioned (some requirement or precondition names an outcome of o);
+    maybe a no-op (no expression names it and some outcome has probability 1
+    in some state, so the no-op test is worth running); pure (o only informs:
+    no expression names it, and it establishes nothing an expression asks
+    for, so acquiring it cannot lower any unlock cost). States with the same
+    pattern of possible outcomes (``lik > 0``) form one class:
+    ``class_states[class_start[k]:class_start[k + 1]]``, the first of them its
+    representative. ``zob : uint64[2, O, Y]``: the Zobrist keys of the pairs
+    (fixed seed).
+    """
+
+    prior: np.ndarray
+    lik: np.ndarray
+    lik_zero: np.ndarray
+    n_outcomes: np.ndarray
+    loss: np.ndarray
+    cost: np.ndarray
+    limits_tol: np.ndarray
+    penalty: np.ndarray
+    flags: np.ndarray
+    class_start: np.ndarray
+    class_states: np.ndarray
+    zob: np.ndarray
+    gated: bool
+    tie: float
+    bound: int
+
+
+#: Lower bounds at a tip, weakest first (``Tables.bound``), for measuring what each one prunes.
+BOUND_EVPI, BOUND_UNLOCK, BOUND_UNLOCK_STEP = 0, 1, 2
+
+
+# --------------------------------------------------------------------------
+# one decision node
+#
+# The kernels below take plain arrays, not the named tuples above: numba
+# passes a tuple of arrays to a function by touching every array's reference
+# count, which cost more than a small helper's own arithmetic (measured: 8x on
+# the no-op test). The tuples are unpacked once, in :func:`_search`.
+
+
+@njit(cache=True)
+def _node_state(oc, prior, lik, lik_zero, cost, bel, spent):
+    """Canonical belief and spend of the pairs `oc` (observation-index order, one normalisation)."""
+    O, S = lik.shape[0], lik.shape[2]
+    for s in range(S):
+        v = prior[s]
+        for o in range(O):
+            y = oc[o]
+            if y >= 0 and not lik_zero[o, y]:  # an unplanned unavailable carries no information
+                v *= lik[o, y, s]
+        bel[s] = v
+    z = 0.0
+    for s in range(S):
+        z += bel[s]
+    if z > 0.0:
+        for s in range(S):
+            bel[s] /= z
+    for d in range(spent.shape[0]):
+        x = 0.0
+        for o in range(O):
+            if oc[o] >= 0:
+                x += cost[o, d]
+        spent[d] = x
+
+
+@njit(cache=True)
+def _is_noop(o, bel, lik, n_outcomes, est_prop, est_value):
+    """True when o's outcome is certain under `bel` and establishes nothing (acquiring it changes nothing)."""
+    S = bel.shape[0]
+    for y in range(n_outcomes[o]):
+        certain = True
+        seen = False
+        for s in range(S):
+            if bel[s] > 0.0:
+                seen = True
+                if lik[o, y, s] != 1.0:
+                    certain = False
+                    break
+        if certain and seen:
+            return est_prop[o] < 0 or est_value[o, y] < 0
+    return False
+
+
+@njit(cache=True)
+def _eligible(o, oc, bel, spent, lik, n_outcomes, cost, limits_tol, flags, est_prop, est_value):
+    """Untaken, admitted, affordable and not a no-op (preconditions are the caller's)."""
+    if oc[o] != NOT_TAKEN or not flags[o, _F_ADMITTED]:
+        return False
+    for d in range(spent.shape[0]):
+        if spent[d] + cost[o, d] > limits_tol[d]:
+            return False
+    return not (flags[o, _F_MAYBE_NOOP] and _is_noop(o, bel, lik, n_outcomes, est_prop, est_value))
+
+
+@njit(cache=True)
+def _unlock_costs(oc, s, spent, permitted, status, lik, n_outcomes, cost, limits_tol, penalty, flags, est_prop,
+                  est_value, ek, ea, eb, es, ec, ech, action_req, obs_req, obs_cost, expr_cost, unlock):
+    """``unlock[a]``: a lower bound on the penalty that makes action a permitted, in state s.
+
+    Acquisition costs are relaxed to a fixed point through the preconditions
+    (no cycles, so at most O + 1 rounds); see the module docstring for the
+    leaf and AND/OR rules. `status` is the node's established status.
+    """
+    O = lik.shape[0]
+    N = ek.shape[0]
+    D = spent.shape[0]
+    for o in range(O):
+        ok = oc[o] == NOT_TAKEN and flags[o, _F_ADMITTED]
+        if ok:
+            for d in range(D):
+                if spent[d] + cost[o, d] > limits_tol[d]:
+                    ok = False
+                    break
+        if not ok:
+            obs_cost[o] = _INF
+        elif obs_req[o] == NO_EXPR:
+            obs_cost[o] = penalty[o]
+        else:
+            obs_cost[o] = -1.0  # may be acquirable: its precondition's cost is still open
+    for _ in range(O + 1):
+        for i in range(N):
+            k = ek[i]
+            if k == EXPR_ESTABLISHED:
+                p, v = ea[i], eb[i]
+                if status[p] == v:
+                    c = 0.0
+                else:
+                    c = _INF
+                    for o in range(O):
+                        if est_prop[o] != p or obs_cost[o] < 0.0 or obs_cost[o] >= c:
+                            continue
+                        for y in range(n_outcomes[o]):
+                            if est_value[o, y] == v and lik[o, y, s] > 0.0:
+                                c = obs_cost[o]
+                                break
+            elif k == EXPR_RETURNED:
+                o, y = ea[i], eb[i]
+                if oc[o] == y:
+                    c = 0.0
+                elif oc[o] != NOT_TAKEN or lik[o, y, s] <= 0.0 or obs_cost[o] < 0.0:
+                    c = _INF
+                else:
+                    c = obs_cost[o]
+            else:
+                c = -_INF if k == EXPR_AND else _INF
+                for j in range(es[i], es[i] + ec[i]):
+                    x = expr_cost[ech[j]]
+                    if k == EXPR_AND:
+                        if x > c:
+                            c = x
+                    elif x < c:
+                        c = x
+            expr_cost[i] = c
+        changed = False
+        for o in range(O):
+            if obs_req[o] == NO_EXPR or obs_cost[o] == _INF:
+                continue
+            x = expr_cost[obs_req[o]]
+            if x < _INF:
+                nc = penalty[o] + x
+                if obs_cost[o] < 0.0 or nc < obs_cost[o]:
+                    obs_cost[o] = nc
+                    changed = True
+        if not changed:
+            break
+    for a in range(action_req.shape[0]):
+        if permitted[a] or action_req[a] == NO_EXPR:
+            unlock[a] = 0.0
+        else:
+            unlock[a] = expr_cost[action_req[a]]
+
+
+@njit(cache=True)
+def _tip_bound(oc, bel, spent, step_cost, permitted, status, bound, gated, class_start, class_states, lik,
+               n_outcomes, loss, cost, limits_tol, penalty, flags, est_prop, est_value, ek, ea, eb, es, ec, ech,
+               action_req, obs_req):
+    """The tip lower bound ``L_h`` (module docstring), under `bound`, and the same without the step term.
+
+    ``BOUND_EVPI``: unlock costs 0 for every action some admitted source could
+    still permit (the gated EVPI); ``BOUND_UNLOCK``: the unlock costs;
+    ``BOUND_UNLOCK_STEP``: as well, a plan that does not stop pays at least the
+    cheapest eligible penalty `step_cost`.
+    """
+    A = loss.shape[0]
+    unlock = np.zeros(A)
+    obs_cost = np.empty(lik.shape[0])
+    expr_cost = np.empty(ek.shape[0])
+    total = 0.0
+    total0 = 0.0
+    for k in range(class_start.shape[0] - 1):
+        mass = 0.0
+        for q in range(class_start[k], class_start[k + 1]):
+            mass += bel[class_states[q]]
+        if mass <= 0.0:
+            continue
+        if gated:
+            _unlock_costs(oc, class_states[class_start[k]], spent, permitted, status, lik, n_outcomes, cost,
+                          limits_tol, penalty, flags, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req,
+                          obs_req, obs_cost, expr_cost, unlock)
+            if bound == BOUND_EVPI:
+                for a in range(A):
+                    if unlock[a] < _INF:
+                        unlock[a] = 0.0  # reachable is all the gated EVPI asks
+        for q in range(class_start[k], class_start[k + 1]):
+            s = class_states[q]
+            b = bel[s]
+            if b <= 0.0:
+                continue
+            best = _INF
+            best0 = _INF
+            for a in range(A):
+                x = unlock[a]
+                if x == _INF:
+                    continue
+                if x + loss[a, s] < best0:
+                    best0 = x + loss[a, s]
+                if bound == BOUND_UNLOCK_STEP and x < step_cost:
+                    x = step_cost  # acquiring anything pays at least the cheapest penalty
+                x += loss[a, s]
+                if x < best:
+                    best = x
+            total += b * best
+            total0 += b * best0
+    return total, total0
+
+
+@njit(cache=True)
+def _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, lik_zero, n_outcomes, loss, cost,
+                    limits_tol, penalty, flags, class_start, class_states, gated, tie, bound, est_prop, est_kind,
+                    est_value, ek, ea, eb, es, ec, ech, action_req, obs_req, amen, omen):
+    """The decision node of pairs `ocb`: found by its equivalence key, or evaluated and added. Returns its index.
+
+    The caller has made room for one more node and one more key.
+    """
+    O, S = lik.shape[0], lik.shape[2]
+    A = loss.shape[0]
+    D = cost.shape[1]
+    P = amen.shape[1]
+    bel = np.empty(S)
+    spent = np.empty(D)
+    work = np.empty((3, P), dtype=np.int64)
+    vals = np.zeros((2, ek.shape[0]), dtype=np.bool_)
+    _node_state(ocb, prior, lik, lik_zero, cost, bel, spent)
+    _status_into(ocb, est_prop, est_kind, est_value, work)
+    _facts_into(ocb, work, ek, ea, eb, es, ec, ech, vals)
+    belbits = bel.view(np.uint64)
+    spentbits = spent.view(np.uint64)
+    # the equivalence key (module docstring): belief bits, status, mentioned outcomes, what matters, binding budget
+    k1 = np.uint64(0x243F6A8885A308D3)
+    k2 = _SEED2
+    for s in range(S):
+        k1 = _mix(k1, belbits[s])
+        k2 = _mix(k2, belbits[s] ^ _M1)
+    for p in range(P):
+        x = np.uint64(work[2, p] + 3)
+        k1 = _mix(k1, x)
+        k2 = _mix(k2, x ^ _M1)
+    need = np.zeros(D)
+    step_cost = _INF
+    for o in range(O):
+        if flags[o, _F_MENTIONED]:
+            x = np.uint64(ocb[o] + 2) | (np.uint64(o) << np.uint64(32))
+            k1 = _mix(k1, x)
+            k2 = _mix(k2, x ^ _M1)
+        if not _eligible(o, ocb, bel, spent, lik, n_outcomes, cost, limits_tol, flags, est_prop, est_value):
+            continue
+        x = np.uint64(o) + np.uint64(0x5555)
+        k1 = _mix(k1, x)
+        k2 = _mix(k2, x ^ _M1)
+        for d in range(D):
+            need[d] += cost[o, d]
+        if penalty[o] < step_cost and _holds_row(obs_req[o], omen, o, vals, work):
+            step_cost = penalty[o]
+    for d in range(D):
+        if limits_tol[d] < _INF and spent[d] + need[d] > limits_tol[d]:  # the limit can still bind
+            x = np.uint64(d) + np.uint64(0xABCDEF)
+            k1 = _mix(_mix(k1, x), spentbits[d])
+            k2 = _mix(_mix(k2, x ^ _M1), spentbits[d] ^ _M1)
+    if k1 == 0:
+        k1 = np.uint64(1)
+    node, slot = _lookup(keys, k1, k2)
+    if node >= 0:
+        count[_C_MERGES] += 1  # another set of pairs, equivalent for the future (same sets are found by pairs)
+        return node
+    i = count[_C_NODES]
+    count[_C_NODES] = i + 1
+    keys[slot, 0] = k1
+    keys[slot, 1] = k2
+    keys[slot, 2] = np.uint64(i)
+    count[_C_HASHED] += 1
+    for o in range(O):
+        oc_g[i, o] = ocb[o]
+    for s in range(S):
+        bel_g[i, s] = bel[s]
+    for d in range(D):
+        spent_g[i, d] = spent[d]
+    permitted = np.empty(A, dtype=np.bool_)
+    r = _INF
+    act = -1
+    for a in range(A):
+        permitted[a] = _holds_row(action_req[a], amen, a, vals, work)
+        if not permitted[a]:
+            continue
+        x = 0.0
+        for s in range(S):
+            x += bel[s] * loss[a, s]
+        if x < r - tie:
+            r = x
+            act = a
+    # the tip bound; a node where nothing is eligible is worth R exactly
+    if step_cost == _INF:
+        lh = r
+        lh0 = r
+    else:
+        lh, lh0 = _tip_bound(ocb, bel, spent, step_cost, permitted, work[2], bound, gated, class_start, class_states,
+                             lik, n_outcomes, loss, cost, limits_tol, penalty, flags, est_prop, est_value, ek, ea, eb,
+                             es, ec, ech, action_req, obs_req)
+    if lh > r:
+        lh = r
+    if lh0 > lh:
+        lh0 = lh
+    nf[i, _RISK] = r
+    nf[i, _LH] = lh
+    nf[i, _LH0] = lh0
+    nf[i, _LO] = lh
+    nf[i, _UP] = r
+    ni[i, _ACT] = act
+    ni[i, _FIRST] = -1
+    ni[i, _NOPT] = 0
+    return i
+
+
+# --------------------------------------------------------------------------
+# the search
+
+
+@njit(cache=True)
+def _back_up(i, nf, ni, cf, ci, sn, sp, penalty):
+    """Recompute the chance nodes of expanded node i from its children's intervals, then i's interval.
+
+    A generated chance node's ``Q = penalty + sum_y P(y) child``, for both
+    bounds (one not generated yet keeps its screening lower bound and has no
+    upper bound); when every child is solved (``L == U``, bit for bit) both
+    sums are the same arithmetic, so the chance node is solved too, and so on
+    up: a solved node always has ``L == U`` exactly.
+    """
+    lo_opt = nf[i, _RISK]
+    up_opt = nf[i, _RISK]
+    for c in range(ni[i, _FIRST], ni[i, _FIRST] + ni[i, _NOPT]):
+        if ci[c, _CN] < 0:  # not generated yet: its screening bound stands, no plan through it yet
+            if cf[c, _CLO] < lo_opt:
+                lo_opt = cf[c, _CLO]
+            continue
+        ql = 0.0
+        qu = 0.0
+        for k in range(ci[c, _CFIRST], ci[c, _CFIRST] + ci[c, _CN]):
+            j = sn[k]
+            ql += sp[k] * nf[j, _LO]
+            qu += sp[k] * nf[j, _UP]
+        pen = penalty[ci[c, _COBS]]
+        cf[c, _CLO] = pen + ql
+        cf[c, _CUP] = pen + qu
+        if cf[c, _CLO] < lo_opt:
+            lo_opt = cf[c, _CLO]
+        if cf[c, _CUP] < up_opt:
+            up_opt = cf[c, _CUP]
+    x = nf[i, _LH] if nf[i, _LH] > lo_opt else lo_opt
+    if x >= up_opt:  # solved (or rounding): the interval closes exactly
+        x = up_opt
+    nf[i, _LO] = x
+    nf[i, _UP] = up_opt
+
+
+@njit(cache=True)
+def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f):
+    """Best-first search from the node of pairs `root_pairs` (see the module docstring).
+
+    `done` is the nodes earlier calls of the same planning step added (the
+    price is checked at every multiple of 1,000 of the step's total). A
+    negative `budget` only finds (or adds) the root.
+
+    Returns ``(status, nodes added, root)``; status: certified (the root's gap
+    is within tolerance and every root candidate that could tie the best is
+    certified or beaten), budget, price, or space (the graph is full: the
+    caller grows it and calls again; root -1 when there was no room for it).
+    """
+    # every array once, by name (see the note above _node_state)
+    oc_g, bel_g, spent_g, nf, ni, z, cf, ci = g.oc, g.bel, g.spent, g.nf, g.ni, g.z, g.cf, g.ci
+    sn, sp, keys, pairs, count = g.sn, g.sp, g.keys, g.pairs, g.count
+    zob, prior, lik, lik_zero, n_outcomes, loss, cost = t.zob, t.prior, t.lik, t.lik_zero, t.n_outcomes, t.loss, t.cost
+    limits_tol, penalty, flags = t.limits_tol, t.penalty, t.flags
+    class_start, class_states, gated, tie, bound = t.class_start, t.class_states, t.gated, t.tie, t.bound
+    est_prop, est_kind, est_value = f.est_prop, f.est_kind, f.est_value
+    ek, ea, eb, es, ec, ech = f.expr_kind, f.expr_a, f.expr_b, f.expr_start, f.expr_count, f.expr_children
+    action_req, obs_req, amen, omen = f.action_req, f.obs_req, f.action_mentions, f.obs_mentions
+    O, S, Y = lik.shape[0], lik.shape[2], lik.shape[1]
+    D = cost.shape[1]
+    ocb = np.empty(O, dtype=np.int16)
+    elig = np.zeros(O, dtype=np.bool_)
+    path = np.zeros(O + 2, dtype=np.int64)
+    work = np.empty((3, amen.shape[1]), dtype=np.int64)
+    vals = np.zeros((2, ek.shape[0]), dtype=np.bool_)
+
+    generated = 0
+    next_check = (done // 1000 + 1) * 1000 - done
+    depth = 0
+    # the root, and below it every new node, is found by its pairs (Zobrist), else by its equivalence key
+    grow = -2  # -2: the root; then a chance node to generate, or -1
+    i = -1
+    o = -1
+    root = -1
+    while True:
+        if grow != -1:
+            if (count[_C_NODES] + Y > nf.shape[0] or count[_C_SLOTS] + Y > sn.shape[0]
+                    or 2 * (count[_C_HASHED] + Y) > keys.shape[0] or 2 * (count[_C_PAIRS] + Y) > pairs.shape[0]):
+                return _ST_SPACE, generated, root
+            before = count[_C_NODES]
+            if grow >= 0:
+                o = ci[grow, _COBS]
+                ci[grow, _CFIRST] = count[_C_SLOTS]
+            n = 0
+            for y in range(n_outcomes[o] if grow >= 0 else 1):
+                if grow >= 0:
+                    p = 0.0
+                    for s in range(S):
+                        p += bel_g[i, s] * lik[o, y, s]
+                    if p <= 0.0:
+                        continue
+                    q1 = z[i, 0] ^ zob[0, o, y]
+                    q2 = z[i, 1] ^ zob[1, o, y]
+                    for q in range(O):
+                        ocb[q] = oc_g[i, q]
+                    ocb[o] = y
+                else:
+                    p = 1.0
+                    q1 = np.uint64(0)
+                    q2 = np.uint64(0)
+                    for q in range(O):
+                        ocb[q] = root_pairs[q]
+                        if ocb[q] >= 0:
+                            q1 ^= zob[0, q, ocb[q]]
+                            q2 ^= zob[1, q, ocb[q]]
+                if q1 == 0:
+                    q1 = np.uint64(1)
+                j, pslot = _lookup(pairs, q1, q2)
+                if j >= 0:
+                    count[_C_TRANSPOSITIONS] += 1
+                else:
+                    n_before = count[_C_NODES]
+                    j = _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, lik_zero,
+                                        n_outcomes, loss, cost, limits_tol, penalty, flags, class_start, class_states,
+                                        gated, tie, bound, est_prop, est_kind, est_value, ek, ea, eb, es, ec, ech,
+                                        action_req, obs_req, amen, omen)
+                    if count[_C_NODES] > n_before:
+                        z[j, 0] = q1  # a new node: its own pairs' hashes
+                        z[j, 1] = q2
+                    pairs[pslot, 0] = q1
+                    pairs[pslot, 1] = q2
+                    pairs[pslot, 2] = np.uint64(j)
+                    count[_C_PAIRS] += 1
+                if grow < 0:
+                    root = j
+                    break
+                k = count[_C_SLOTS]
+                count[_C_SLOTS] = k + 1
+                sn[k] = j
+                sp[k] = p
+                n += 1
+            if grow >= 0:
+                ci[grow, _CN] = n
+                _back_up(i, nf, ni, cf, ci, sn, sp, penalty)
+            generated += count[_C_NODES] - before
+            grow = -1
+            for d in range(depth - 1, -1, -1):
+                _back_up(path[d], nf, ni, cf, ci, sn, sp, penalty)
+            if budget < 0:
+                return _ST_BUDGET, generated, root
+        rlo, rup = nf[root, _LO], nf[root, _UP]
+        tol = tol_abs if tol_abs > tol_rel * abs(rup) else tol_rel * abs(rup)
+        target = -1
+        if rup - rlo <= tol:
+            best = _INF
+            if ni[root, _FIRST] >= 0:
+                for c in range(ni[root, _FIRST], ni[root, _FIRST] + ni[root, _NOPT]):
+                    # (relative to the lower bound: an option not generated yet has no finite upper one)
+                    clo = cf[c, _CLO]
+                    tc = tol_abs if tol_abs > tol_rel * abs(clo) else tol_rel * abs(clo)
+                    if clo <= rup + tie_tol and cf[c, _CUP] - clo > tc and clo < best:
+                        best = clo
+                        target = c
+            if target < 0:
+                return _ST_CERTIFIED, generated, root
+        if generated >= budget:
+            return _ST_BUDGET, generated, root
+        if price > 0.0 and generated >= next_check:
+            next_check += 1000
+            if rup - rlo <= price:
+                return _ST_PRICE, generated, root
+        # descend: lowest lower bound at decision nodes, largest P(y) x gap at chance nodes
+        count[_C_ITERATIONS] += 1
+        depth = 0
+        i = root
+        while ni[i, _FIRST] >= 0:
+            if depth > 0 or target < 0:
+                # its children may have moved through another parent: refresh first
+                _back_up(i, nf, ni, cf, ci, sn, sp, penalty)
+                if nf[i, _LO] >= nf[i, _UP]:
+                    break
+                c = -1
+                best = _INF
+                for cc in range(ni[i, _FIRST], ni[i, _FIRST] + ni[i, _NOPT]):
+                    if cf[cc, _CLO] < best and cf[cc, _CLO] < cf[cc, _CUP]:
+                        best = cf[cc, _CLO]
+                        c = cc
+                if c < 0:
+                    break
+            else:
+                c = target
+            if ci[c, _CN] < 0:
+                grow = c
+                break
+            kbest = -1
+            gbest = 0.0
+            for k in range(ci[c, _CFIRST], ci[c, _CFIRST] + ci[c, _CN]):
+                j = sn[k]
+                gap = sp[k] * (nf[j, _UP] - nf[j, _LO])
+                if gap > gbest:
+                    gbest = gap
+                    kbest = k
+            if kbest < 0:
+                break
+            path[depth] = i
+            depth += 1
+            i = sn[kbest]
+        if grow >= 0:
+            continue  # generate one candidate's outcomes (the only step that adds nodes), at the loop's top
+        if ni[i, _FIRST] < 0 and nf[i, _LO] < nf[i, _UP]:
+            # expand the tip: one chance node per eligible candidate, each with a screening lower bound
+            #   pure information o: Q(o) >= penalty(o) + L0_h(n) (it lowers no unlock cost); any o: Q(o) >= L_h(n)
+            _status_into(oc_g[i], est_prop, est_kind, est_value, work)
+            _facts_into(oc_g[i], work, ek, ea, eb, es, ec, ech, vals)
+            n_elig = 0
+            for o in range(O):
+                elig[o] = (_eligible(o, oc_g[i], bel_g[i], spent_g[i], lik, n_outcomes, cost, limits_tol, flags,
+                                     est_prop, est_value) and _holds_row(obs_req[o], omen, o, vals, work))
+                if elig[o]:
+                    n_elig += 1
+            if count[_C_CHANCE] + n_elig > ci.shape[0]:
+                return _ST_SPACE, generated, root
+            ni[i, _FIRST] = count[_C_CHANCE]
+            ni[i, _NOPT] = n_elig
+            for o in range(O):
+                if not elig[o]:
+                    continue
+                c = count[_C_CHANCE]
+                count[_C_CHANCE] = c + 1
+                ci[c, _COBS] = o
+                ci[c, _CN] = -1
+                screen = nf[i, _LH]
+                if flags[o, _F_PURE] and penalty[o] + nf[i, _LH0] > screen:
+                    screen = penalty[o] + nf[i, _LH0]
+                cf[c, _CLO] = screen
+                cf[c, _CUP] = _INF
+            count[_C_EXPANSIONS] += 1
+            _back_up(i, nf, ni, cf, ci, sn, sp, penalty)
+        elif ni[i, _FIRST] < 0:
+            ni[i, _FIRST] = count[_C_CHANCE]  # a solved tip (L_h == R): nothing to expand, stopping is optimal
+            ni[i, _NOPT] = 0
+        else:
+            count[_C_IDLE] += 1
+        for d in range(depth - 1, -1, -1):
+            _back_up(path[d], nf, ni, cf, ci, sn, sp, penalty)
+
+
+# --------------------------------------------------------------------------
+# the Python side
+
+
+class BoundedResult(NamedTuple):
+    """What :meth:`BoundedSearch.plan` returns.
+
+    Attributes
+    ----------
+    lo, up : float
+        The root's interval [L, U] (``up`` is the expected loss of the best plan found).
+    risk : float
+        R at the root (stopping now).
+    options : tuple of (int, float, float)
+        Per candidate observation at the root: ``(o, Q_L(o), Q_U(o))`` (empty when
+        the root was not expanded: stopping was certified at once).
+    stopped : str
+        Why planning stopped: ``certified``, ``budget``, ``price``, ``deadline`` or ``memory``.
+    nodes : int
+        Nodes added by this call (decision nodes evaluated).
+    graph_nodes : int
+        Nodes in the graph (kept across calls).
+    expansions, merges, transpositions : int
+        Totals over the graph's life: nodes expanded, lookups that found an
+        equivalent node reached by a different set of pairs, and by the same set.
+    root : int
+        The root's index in the graph.
+    """
+
+    lo: float
+    up: float
+    risk: float
+    options: tuple
+    stopped: str
+    nodes: int
+    graph_nodes: int
+    expansions: int
+    merges: int
+    transpositions: int
+    root: int
+
+    @property
+    def gap(self) -> float:
+        return self.up - self.lo
+
+
+class BoundedSearch:
+    """A search graph for one compiled domain and one set of admitted observations, kept across planning calls.
+
+    Every node is identified by its pairs counted from the domain's prior (a
+    session's whole history), so one graph serves every re-planning step of a
+    session and every node of an exact evaluation: a subtree searched once
+    keeps its interval.
+
+    Parameters
+    ----------
+    prior : float64[S]
+    lik : float64[O, Y, S]
+    n_outcomes : int64[O]
+    loss : float64[A, S]
+    cost : float64[O, D]
+    limits : float64[D]
+    penalty : float64[O]
+    admitted : bool[O]
+    facts : lookahead.layout.Facts
+    max_bytes : int
+        The graph is cleared instead of growing past this size.
+    bound : int
+        The tip lower bound: ``BOUND_UNLOCK_STEP`` (the default), or a weaker
+        one (``BOUND_UNLOCK``, ``BOUND_EVPI``) to measure what each prunes.
+
+    Examples
+    --------
+    >>> import planner
+    >>> s = planner.Session(planner.load_domain("payment_release"))
+    >>> c, n = s.compiled, s.node
+    >>> bs = BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty, n.admission.admitted,
+    ...                    c.facts)
+    >>> r = bs.plan(n.outcome_of)
+    >>> r.stopped, round(r.lo, 4), round(r.up, 4)
+    ('certified', 1.1925, 1.1925)
+    """
+
+    def __init__(self, prior, lik, n_outcomes, loss, cost, limits, penalty, admitted, facts, *,
+                 max_bytes: int = MAX_GRAPH_BYTES, bound: int = 2):
+        self.prior = np.ascontiguousarray(prior, dtype=np.float64)
+        self.lik = np.ascontiguousarray(lik, dtype=np.float64)
+        self.n_outcomes = np.ascontiguousarray(n_outcomes, dtype=np.int64)
+        self.loss = np.ascontiguousarray(loss, dtype=np.float64)
+        self.cost = np.ascontiguousarray(cost, dtype=np.float64)
+        self.limits_tol = np.asarray(limits, dtype=np.float64) + BUDGET_TOL
+        self.penalty = np.ascontiguousarray(penalty, dtype=np.float64)
+        self.admitted = np.ascontiguousarray(admitted, dtype=np.bool_)
+        self.facts = facts
+        self.max_bytes = int(max_bytes)
+        O, Y, S = self.lik.shape
+        mentioned = np.zeros(O, dtype=np.bool_)
+        for i in np.flatnonzero(np.asarray(facts.expr_kind) == EXPR_RETURNED):
+            mentioned[int(facts.expr_a[i])] = True
+        asked = {int(facts.expr_a[i]) for i in np.flatnonzero(np.asarray(facts.expr_kind) == EXPR_ESTABLISHED)}
+        pure = np.array([not mentioned[o] and (int(facts.est_prop[o]) < 0 or int(facts.est_prop[o]) not in asked)
+                         for o in range(O)], dtype=np.bool_)
+        # states with the same possible outcomes share one unlock computation
+        pattern = np.ascontiguousarray((self.lik > 0.0).reshape(O * Y, S).T)
+        _, cls = np.unique(pattern, axis=0, return_inverse=True)
+        cls = np.asarray(cls).reshape(-1)
+        order = np.argsort(cls, kind="stable")
+        starts = np.searchsorted(cls[order], np.arange(cls.max() + 2 if S else 1))
+        gated = bool((np.asarray(facts.action_req) != NO_EXPR).any())
+        zobrist = np.random.default_rng(ZOBRIST_SEED).integers(1, np.iinfo(np.uint64).max, size=(2, O, Y),
+                                                                dtype=np.uint64, endpoint=True)
+        flags = np.stack([self.admitted, mentioned, ~mentioned & (self.lik == 1.0).any(axis=(1, 2)), pure], axis=1)
+        self.tables = Tables(prior=self.prior, lik=self.lik, lik_zero=np.ascontiguousarray((self.lik == 0.0).all(axis=2)),
+                             n_outcomes=self.n_outcomes, loss=self.loss, cost=self.cost, limits_tol=self.limits_tol,
+                             penalty=self.penalty, flags=np.ascontiguousarray(flags),
+                             class_start=starts.astype(np.int64), class_states=order.astype(np.int64),
+                             zob=zobrist, gated=gated, tie=float(TIE), bound=int(bound))
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget the graph."""
+        O, Y, S = self.lik.shape
+        self.graph = _new_graph(O, S, self.cost.shape[1], 1024, 256, 1024)
+
+    def _grow(self, nodes: int, chance: int, slots: int) -> bool:
+        """Make room; False when the graph would pass its byte cap (then it is cleared)."""
+        grown = _grown(self.graph, nodes, chance, slots, self.lik.shape[1])
+        if _graph_bytes(grown) > self.max_bytes:
+            self.clear()
+            return False
+        self.graph = grown
+        return True
+
+    def node(self, outcome_of) -> int:
+        """The graph index of the node whose pairs (from the prior) are `outcome_of`."""
+        ocb = np.ascontiguousarray(outcome_of, dtype=np.int16)
+        while True:
+            status, _, i = _search(self.graph, ocb, -1, 0.0, 0.0, 0.0, 0.0, 0, self.tables, self.facts)
+            if status != _ST_SPACE:
+                return int(i)
+            self._grow(1, 0, 0)
+
+    def plan(self, outcome_of, *, budget: int = DEFAULT_NODE_BUDGET, tol_abs: float = DEFAULT_TOL_ABS,
+             tol_rel: float = DEFAULT_TOL_REL, price: float = DEFAULT_PRICE,
+             deadline: float | None = None) -> BoundedResult:
+        """Narrow the interval of the node `outcome_of` (int[O], pairs from the prior).
+
+        Parameters
+        ----------
+        outcome_of : int[O]
+        budget : int
+            Nodes this call may add (it stops after the expansion that reaches it).
+        tol_abs, tol_rel : float
+            Certified when ``U - L <= max(tol_abs, tol_rel * |U|)`` at the root, and every
+            candidate within ``max(tol, TIE)`` of the best is itself certified or beaten.
+        price : float
+            Loss units per 1,000 nodes: stop when the gap is no larger (0: never).
+        deadline : float, optional
+            Seconds of wall clock; planning runs in slices of nodes and stops
+            (``deadline``) at the first slice boundary past it. The node count
+            reached is in the result, so a budget of that many nodes replays it.
+        """
+        if budget < 0 or not (tol_abs >= 0 and tol_rel >= 0 and price >= 0):
+            raise ValueError("budget, tolerances and price must be >= 0")
+        t0 = time.perf_counter()
+        ocb = np.ascontiguousarray(outcome_of, dtype=np.int16)
+        done = 0
+        stopped = None
+        Y = self.lik.shape[1]
+        O = self.lik.shape[0]
+        root = -1
+        while stopped is None:
+            slice_budget = budget - done if deadline is None else min(budget - done, 20_000)
+            tie_tol = max(TIE, tol_abs)
+            status, added, root = _search(self.graph, ocb, max(0, slice_budget), float(tol_abs), float(tol_rel),
+                                          tie_tol, float(price), done, self.tables, self.facts)
+            done += int(added)
+            if status == _ST_SPACE:
+                if not self._grow(O * Y, O, O * Y):
+                    stopped = MEMORY
+                    root = self.node(outcome_of)
+                continue
+            if status == _ST_CERTIFIED:
+                stopped = CERTIFIED
+            elif status == _ST_PRICE:
+                stopped = PRICE
+            elif done >= budget:
+                stopped = BUDGET
+            elif deadline is not None and time.perf_counter() - t0 >= deadline:
+                stopped = DEADLINE
+        g = self.graph
+        opts = ()
+        if g.first[root] >= 0:
+            opts = tuple((int(g.c_obs[c]), float(g.c_lo[c]), float(g.c_up[c]))
+                         for c in range(g.first[root], g.first[root] + g.nopt[root]))
+        cnt = g.count
+        return BoundedResult(lo=float(g.lo[root]), up=float(g.up[root]), risk=float(g.risk[root]), options=opts,
+                             stopped=stopped, nodes=done, graph_nodes=int(cnt[_C_NODES]),
+                             expansions=int(cnt[_C_EXPANSIONS]), merges=int(cnt[_C_MERGES]),
+                             transpositions=int(cnt[_C_TRANSPOSITIONS]), root=int(root))
+
+    def interval(self, outcome_of) -> tuple:
+        """``(L, U)`` the graph holds for the node `outcome_of` (adding it, unexpanded, if new)."""
+        i = self.node(outcome_of)
+        return float(self.graph.lo[i]), float(self.graph.up[i])
+
+    def best_plan(self, root: int, *, max_nodes: int = 10_000) -> dict:
+        """The best plan found from graph node `root`: nested dict of indices.
+
+        ``{"observe": o, "q": Q_U, "penalty": c, "outcomes": [{"outcome": y, "p": P, "then": ...}]}``
+        or ``{"stop": True, "action": a, "value": R}``; at each node the
+        candidate with the lowest upper bound if it beats stopping (ties: stop,
+        then lower penalty, then file order). At most `max_nodes` nodes are
+        written out (deeper follow-ups are then ``{"elided": True}``).
+        """
+        g = self.graph
+        budget = [max_nodes]
+
+        def walk(i):
+            budget[0] -= 1
+            c = self.best_option(int(i))
+            if c < 0:
+                return {"stop": True, "action": int(g.act[i]), "value": float(g.risk[i])}
+            o = int(g.c_obs[c])
+            node = {"observe": o, "q": float(g.c_up[c]), "penalty": float(self.penalty[o]), "outcomes": []}
+            for k in range(g.c_first[c], g.c_first[c] + g.c_n[c]):
+                j = int(g.sn[k])
+                then = walk(j) if budget[0] > 0 else {"elided": True}
+                node["outcomes"].append({"outcome": int(g.oc[j, o]), "p": float(g.sp[k]), "then": then})
+            return node
+
+        return walk(root)
+
+    def best_option(self, i: int, tie_tol: float = TIE) -> int:
+        """The chance node of the best plan at graph node `i`, or -1 (stop).
+
+        Lowest upper bound, if it beats R by more than `tie_tol`; options within
+        `tie_tol` of the lowest are tied, and the lower penalty, then the
+        observation declared first, wins.
+        """
+        g = self.graph
+        if g.first[i] < 0 or g.nopt[i] == 0:
+            return -1
+        cs = list(range(int(g.first[i]), int(g.first[i] + g.nopt[i])))
+        best = min(g.c_up[c] for c in cs)
+        if best >= g.risk[i] - tie_tol:
+            return -1
+        tied = [c for c in cs if g.c_up[c] <= best + tie_tol]
+        low = min(self.penalty[g.c_obs[c]] for c in tied)
+        return next(c for c in tied if self.penalty[g.c_obs[c]] <= low + TIE)
+
+    def depth(self, root: int, *, limit: int = 10_000) -> int:
+        """The depth (acquisitions on the longest branch) of the best plan from `root`."""
+        g = self.graph
+        seen = [0]
+
+        def walk(i):
+            seen[0] += 1
+            c = self.best_option(int(i))
+            if c < 0 or seen[0] > limit:
+                return 0
+            return 1 + max((walk(int(g.sn[k])) for k in range(g.c_first[c], g.c_first[c] + g.c_n[c])),
+                           default=0)
+
+        return walk(root)

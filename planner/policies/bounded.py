@@ -1,0 +1,182 @@
+"""The bounded planner: anytime search with a certified gap, the default policy.
+
+At a node it narrows the interval ``[L, U]`` around the optimal expected total
+loss V* (no depth limit) with :class:`lookahead.bounded.BoundedSearch`, and
+acts on the first observation of the best plan found, or stops. Planning stops
+when the root's gap is within the tolerance (*certified*: then the choice is
+the optimum's), when the node budget is spent (*budget*: the choice is the best
+plan found, and the interval says how far from optimal it can be), or when the
+gap is no larger than the declared price of planning (*price*, loss units per
+1,000 nodes).
+
+The candidate table keeps the one-step rule's columns (EVSI, penalty, net:
+the seed's 3.911, 0.253, 3.658) and adds, per candidate, its plan interval
+``[Q_L, Q_U]`` (``plan_lo``, ``plan_up``: the best plan that starts with it
+costs at most ``Q_U``, and no plan that starts with it costs less than
+``Q_L``). ``Decision.info`` carries the root interval, the gap, whether it is
+certified, why planning stopped, the nodes added, the plan and its depth.
+
+The search graph is kept on the compiled domain (one per set of admitted
+observations), so the re-planning steps of a session and every node of an
+exact evaluation share it: a subtree searched once keeps its interval.
+
+Determinism: a certified decision is a function of the node alone. Candidates
+whose plan values differ by less than the tolerance are treated as tied (the
+lower penalty, then the observation declared first), so commuted plans that
+tie exactly choose the same way whatever was searched before. A decision cut
+short by the node budget or the price can depend on what earlier decisions of
+the same session (or evaluation) left in the graph; the receipt records why
+planning stopped and how many nodes it added, and a replay repeats the same
+sequence of decisions, so it reproduces them.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+
+from lookahead.bounded import (
+    CERTIFIED,
+    DEFAULT_NODE_BUDGET,
+    DEFAULT_PRICE,
+    DEFAULT_TOL_ABS,
+    DEFAULT_TOL_REL,
+    BoundedSearch,
+)
+from lookahead.core import TIE
+from planner.errors import PolicyError
+from planner.node import Decision
+from planner.policies.base import Policy, positive_int
+from planner.policies.onestep import one_step_table
+from planner.policies.plans import named_plan, plan_text
+
+__all__ = ["Bounded", "search_for"]
+
+
+def search_for(node) -> BoundedSearch:
+    """The search graph of `node`'s compiled domain and admission (built once, kept on the compiled domain)."""
+    c = node.compiled
+    admitted = node.admission.admitted
+    key = ("bounded-search", admitted.tobytes())
+    return c.memo(key, lambda c: BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty,
+                                               admitted, c.facts))
+
+
+def _nonnegative(name):
+    def check(_inst, _attr, value):
+        if not (value >= 0 and np.isfinite(value)):
+            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return check
+
+
+@attrs.frozen
+class Bounded(Policy):
+    """Anytime bounded search to a certified optimum (spec ``bounded``, ``bounded:N``, ``bounded:N:PRICE``).
+
+    Parameters
+    ----------
+    node_budget : int
+        Nodes one decision may add to the search graph (default
+        :data:`lookahead.bounded.DEFAULT_NODE_BUDGET`). Exhausting it is not an
+        error: the decision is the best plan found and the interval says how
+        good that is.
+    tol_abs, tol_rel : float
+        Certified when ``U - L <= max(tol_abs, tol_rel * |U|)`` (defaults 1e-9).
+    price : float
+        Loss units per 1,000 nodes: stop planning when the gap is no larger (default 0: plan to the tolerance).
+    deadline : float, optional
+        Seconds of wall clock per decision (the node count reached is recorded).
+
+    Examples
+    --------
+    The seed's payment case: the one-step columns are the seed's, the plan
+    interval is certified at once, and the optimum starts with the registry.
+
+    >>> import planner
+    >>> s = planner.Session(planner.load_domain("payment_release"), Bounded())
+    >>> step = s.next()
+    >>> row = step.candidates[0]
+    >>> step.observation, round(row.value, 3), round(row.penalty, 3), round(row.net, 3)
+    ('approval_registry', 3.911, 0.253, 3.658)
+    >>> step.info["planning_stopped"], round(step.info["interval"][0], 4), round(step.info["interval"][1], 4)
+    ('certified', 1.1925, 1.1925)
+    """
+
+    node_budget: int = attrs.field(default=DEFAULT_NODE_BUDGET, validator=attrs.validators.ge(1))
+    tol_abs: float = attrs.field(default=DEFAULT_TOL_ABS, kw_only=True, validator=_nonnegative("tol_abs"))
+    tol_rel: float = attrs.field(default=DEFAULT_TOL_REL, kw_only=True, validator=_nonnegative("tol_rel"))
+    price: float = attrs.field(default=DEFAULT_PRICE, kw_only=True, validator=_nonnegative("price"))
+    deadline: float | None = attrs.field(default=None, kw_only=True)
+
+    name = "bounded"
+    arg = "N"
+    forms = ("bounded", "bounded:N", "bounded:N:PRICE")
+    summary = ("anytime bounded search to a certified optimum (N nodes per decision, default 200000; PRICE loss "
+               "units per 1,000 nodes, default 0)")
+    study = ()  # the depth study compares it at several budgets and prices (bench/), not as one spec
+    adaptive = True
+    depth_group = True
+
+    @classmethod
+    def from_arg(cls, arg, spec):
+        if arg is None:
+            return cls()
+        budget, _, price = arg.partition(":")
+        n = positive_int(budget, spec)
+        if not price:
+            return cls(node_budget=n)
+        try:
+            p = float(price)
+        except ValueError:
+            p = float("nan")
+        if not (p >= 0 and np.isfinite(p)):
+            raise PolicyError(f"policy '{spec}': expected a price >= 0 (loss units per 1,000 nodes) after the budget")
+        return cls(node_budget=n, price=p)
+
+    @property
+    def spec(self) -> str:
+        if self.price:
+            return f"bounded:{self.node_budget}:{self.price:g}"
+        return "bounded" if self.node_budget == DEFAULT_NODE_BUDGET else f"bounded:{self.node_budget}"
+
+    def _plan(self, node):
+        search = search_for(node)
+        res = search.plan(node.outcome_of, budget=self.node_budget, tol_abs=self.tol_abs, tol_rel=self.tol_rel,
+                          price=self.price, deadline=self.deadline)
+        best = search.best_option(res.root, tie_tol=max(TIE, self.tol_abs))
+        choice = None if best < 0 else int(search.graph.c_obs[best])
+        if choice is not None and not node.eligible[choice]:  # only a rounding of the spend could do this
+            choice = None
+        return search, res, choice
+
+    def choose(self, node):
+        return self._plan(node)[2], False
+
+    def decide(self, node):
+        c = node.compiled
+        search, res, choice = self._plan(node)
+        net, rows = one_step_table(node)
+        interval = {o: (lo, up) for o, lo, up in res.options}
+        for o, row in enumerate(rows):
+            if row.status != "admitted":
+                continue
+            lo, up = interval.get(o, (float(c.penalty[o]) + res.lo, float(c.penalty[o]) + res.up))
+            rows[o] = attrs.evolve(row, extra={"plan_lo": lo, "plan_up": up if np.isfinite(up) else None})
+        if choice is None:
+            plan = {"stop": c.action_names[node.action], "expected_loss": node.risk}
+        else:
+            plan = named_plan(c, search.best_plan(res.root, max_nodes=2_000))
+        depth = search.depth(res.root)
+        info = {
+            "interval": [res.lo, res.up],
+            "gap": res.up - res.lo,
+            "certified": res.stopped == CERTIFIED,
+            "planning_stopped": res.stopped,
+            "nodes_expanded": res.nodes,
+            "graph_nodes": res.graph_nodes,
+            "merges": res.merges,
+            "plan_depth": depth,
+            "plan": plan,
+            "plan_text": plan_text(plan, node.risk, label="plan", horizon="plan"),
+        }
+        return Decision(observe=choice, candidates=tuple(rows), info=info)

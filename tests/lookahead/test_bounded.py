@@ -1,0 +1,176 @@
+"""The bounded anytime search: certified values equal the full-depth optimum; the bounds always bracket it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+import planner
+from lookahead.bounded import (
+    BOUND_EVPI,
+    BOUND_UNLOCK,
+    BOUND_UNLOCK_STEP,
+    BUDGET,
+    CERTIFIED,
+    PRICE,
+    BoundedSearch,
+)
+from lookahead.layout import NOT_TAKEN
+from lookahead.search import expectimax
+from strategies import domain_dicts
+
+
+def _search(session, **kw) -> BoundedSearch:
+    c, n = session.compiled, session.node
+    return BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty, n.admission.admitted,
+                         c.facts, **kw)
+
+
+def _v_star(node) -> float:
+    """V* at `node` by the exhaustive full-depth expectimax (the independent oracle)."""
+    c = node.compiled
+    depth = int((node.outcome_of == NOT_TAKEN).sum())
+    return expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted, depth, c.lik,
+                      c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values,
+                      max_nodes=2_000_000).value
+
+
+def _node_of(session, oc):
+    """The session node of pairs `oc` (children applied in observation-index order)."""
+    node = session.node
+    for o, y in enumerate(oc):
+        if y != NOT_TAKEN:
+            node = node.child(o, int(y))
+    return node
+
+
+@pytest.mark.parametrize("name", planner.shipped_domains())
+def test_certified_value_is_the_full_depth_optimum_on_every_shipped_domain(name):
+    s = planner.Session(planner.load_domain(name))
+    r = _search(s).plan(s.node.outcome_of, budget=10**9, tol_abs=0.0, tol_rel=0.0)
+    assert r.stopped == CERTIFIED and r.lo == r.up
+    assert_allclose(r.up, _v_star(s.node), rtol=0, atol=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(raw=domain_dicts(max_observations=5, rich_preconditions=True), entitled=st.booleans())
+def test_unlimited_search_equals_the_optimum_and_brackets_it_at_every_node(raw, entitled):
+    d = planner.Domain.from_dict(raw)
+    s = planner.Session(d, caller=planner.Caller(entitlements=["secret.read"] if entitled else []))
+    bs = _search(s)
+    r = bs.plan(s.node.outcome_of, budget=10**9, tol_abs=0.0, tol_rel=0.0)
+    assert r.stopped == CERTIFIED
+    assert_allclose(r.up, _v_star(s.node), rtol=0, atol=1e-9)
+    g = bs.graph
+    for i in range(int(g.count[0])):  # every node the search evaluated
+        v = _v_star(_node_of(s, g.oc[i]))
+        assert g.lo[i] <= v + 1e-9 and v <= g.up[i] + 1e-9, (i, g.lo[i], v, g.up[i])
+
+
+@settings(max_examples=40, deadline=None)
+@given(raw=domain_dicts(max_observations=5, rich_preconditions=True), budget=st.integers(1, 40))
+def test_a_spent_budget_leaves_an_interval_that_contains_the_optimum(raw, budget):
+    s = planner.Session(planner.Domain.from_dict(raw))
+    bs = _search(s)
+    r = bs.plan(s.node.outcome_of, budget=budget, tol_abs=0.0, tol_rel=0.0)
+    v = _v_star(s.node)
+    assert r.lo <= v + 1e-9 and v <= r.up + 1e-9
+    assert r.stopped in (CERTIFIED, BUDGET)
+    for o, lo, up in r.options:
+        assert lo <= up
+    # planning again continues from what the graph holds: the interval only narrows
+    r2 = bs.plan(s.node.outcome_of, budget=10**9, tol_abs=0.0, tol_rel=0.0)
+    assert r2.lo >= r.lo - 1e-12 and r2.up <= r.up + 1e-12
+    assert_allclose(r2.up, v, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("bound", [BOUND_EVPI, BOUND_UNLOCK, BOUND_UNLOCK_STEP])
+def test_every_bound_is_admissible_and_the_stronger_ones_prune_at_least_as_much_here(bound, kyc):
+    s = planner.Session(kyc)
+    r = _search(s, bound=bound).plan(s.node.outcome_of, budget=10**9, tol_abs=0.0, tol_rel=0.0)
+    assert_allclose(r.up, _v_star(s.node), rtol=0, atol=1e-9)
+    weakest = _search(s, bound=BOUND_EVPI).plan(s.node.outcome_of, budget=10**9, tol_abs=0.0, tol_rel=0.0)
+    assert r.nodes <= weakest.nodes
+
+
+def test_the_unlock_bound_charges_what_unlocking_costs(identity):
+    """At the root of identity_registry, release needs identity + registry: the bound counts both penalties."""
+    s = planner.Session(identity)
+    c = s.compiled
+    evpi = _search(s, bound=BOUND_EVPI)
+    unlock = _search(s, bound=BOUND_UNLOCK)
+    root_e, root_u = evpi.node(s.node.outcome_of), unlock.node(s.node.outcome_of)
+    pen = c.penalty[c.obs_index("identity_resolution")] + c.penalty[c.obs_index("approval_registry")]
+    p_approved = s.node.belief[c.states[:, 0] == 0].sum()
+    assert_allclose(unlock.graph.lh[root_u] - evpi.graph.lh[root_e], p_approved * pen, rtol=0, atol=1e-12)
+
+
+def test_exact_outcomes_merge_equivalent_nodes():
+    """Two sources that reveal the same proposition exactly lead to the same belief: one graph node."""
+    raw = {
+        "domain": "exact", "world": {"x": {"values": ["a", "b"]}, "z": {"values": ["c", "d"]}},
+        "prior": {"x": {"a": 0.4, "b": 0.6}, "z": {"c": 0.5, "d": 0.5}},
+        "actions": {"go": {"loss": {"x": {"a": 0, "b": 10}}}, "wait": {"loss": 3}},
+        "budget": {"weights": {"calls": 0.1}},
+        "observations": {
+            "first": {"role": "inform", "bears_on": "x", "outcomes": ["sa", "sb"],
+                      "likelihood": {"a": {"sa": 1.0, "sb": 0.0}, "b": {"sa": 0.0, "sb": 1.0}}, "cost": {"calls": 1}},
+            "second": {"role": "inform", "bears_on": "x", "outcomes": ["sa", "sb"],
+                       "likelihood": {"a": {"sa": 1.0, "sb": 0.0}, "b": {"sa": 0.0, "sb": 1.0}}, "cost": {"calls": 2}},
+            "zlook": {"role": "inform", "bears_on": "z", "outcomes": ["sc", "sd"],
+                      "likelihood": {"c": {"sc": 0.9, "sd": 0.1}, "d": {"sc": 0.1, "sd": 0.9}}, "cost": {"calls": 1}},
+        },
+    }
+    s = planner.Session(planner.Domain.from_dict(raw))
+    bs = _search(s)
+    r = bs.plan(s.node.outcome_of, budget=10**9, tol_abs=0.0, tol_rel=0.0)
+    assert_allclose(r.up, _v_star(s.node), rtol=0, atol=1e-12)
+    # after one exact answer the other source is a no-op: "first said sa" and "second said sa" are one node
+    a = bs.node([0, -1, -1])
+    b = bs.node([-1, 0, -1])
+    assert a == b and bs.graph.count[4] >= 1  # counted as a merge (different pairs, the same future)
+    assert bs.node([0, 0, -1]) == a  # and so is having both
+    # a noisy source does not merge: its answer changes the belief
+    assert bs.node([-1, -1, 0]) not in (a, bs.node([-1, -1, -1]))
+
+
+def test_price_stops_planning_when_the_gap_is_cheaper_than_more_nodes():
+    from planner.study.families import benchmark_domain
+
+    s = planner.Session(planner.Domain.from_dict(benchmark_domain(12, 8, seed=1)))
+    r = _search(s).plan(s.node.outcome_of, budget=10**9, price=1e6)
+    assert r.stopped in (PRICE, CERTIFIED) and r.nodes <= 2000
+    exact = _search(s).plan(s.node.outcome_of, budget=10**9)
+    assert r.lo <= exact.up + 1e-9 <= r.up + 2e-9
+
+
+def test_replanning_reuses_the_graph(identity):
+    s = planner.Session(identity, "bounded")
+    first = s.next()
+    assert first.info["certified"]
+    s.record(first.observation, "resolved")
+    second = s.next()
+    # the child was searched during the first decision: certified again with few or no new nodes
+    assert second.info["certified"] and second.info["nodes_expanded"] <= first.info["nodes_expanded"]
+
+
+def test_growth_always_makes_room_in_the_pair_table():
+    """The pair table (one entry per set of pairs reached: nodes + merges) is sized from its own entries.
+
+    Regression: it was sized from the node capacity, so once merges outnumbered the nodes
+    enough, the search asked for room and got a graph of the same size, forever (found by
+    bench/compare_streed.py on exact-outcome datasets).
+    """
+    from lookahead import bounded as B
+
+    g = B._new_graph(3, 4, 1, 1024, 256, 1024)
+    g.count[B._C_NODES] = 100
+    g.count[B._C_HASHED] = 100
+    g.count[B._C_PAIRS] = g.pairs.shape[0] // 2  # half full: the search stops for room
+    Y = 4
+    new = B._grown(g, 1, 0, 0, Y)
+    assert 2 * (new.count[B._C_PAIRS] + Y) <= new.pairs.shape[0]
+    assert new.pairs.shape[0] > g.pairs.shape[0] and new.nf.shape[0] == g.nf.shape[0]
