@@ -182,7 +182,7 @@ def add_policy_arg(p, *, repeatable: bool = False) -> None:
                        help=policy_help() + ". Give it once.")
     p.add_argument("--max-nodes", type=int, metavar="N", action=Once,
                    help="nodes one decision may search: the cap of lookahead:D (default 2,000,000, fewer on "
-                        "expensive domains), the budget of bounded (default 200,000; exhausting it is not an error)")
+                        "expensive domains), the budget of bounded (default: 200,000, fewer on costly domains; exhausting it is not an error)")
 
 
 def parse_pairs(items, flag) -> dict:

@@ -37,7 +37,7 @@ import numpy as np
 
 from lookahead.bounded import (
     CERTIFIED,
-    DEFAULT_NODE_BUDGET,
+    default_node_budget,
     DEFAULT_PRICE,
     DEFAULT_TOL_ABS,
     DEFAULT_TOL_REL,
@@ -75,11 +75,12 @@ class Bounded(Policy):
 
     Parameters
     ----------
-    node_budget : int
-        Nodes one decision may add to the search graph (default
-        :data:`lookahead.bounded.DEFAULT_NODE_BUDGET`). Exhausting it is not an
-        error: the decision is the best plan found and the interval says how
-        good that is.
+    node_budget : int, optional
+        Nodes one decision may generate (:attr:`lookahead.bounded.BoundedResult.nodes`).
+        None (the default): :func:`lookahead.bounded.default_node_budget` for the
+        domain, 200,000 nodes or fewer where nodes are costly (many states and
+        observations), about a second of search. Exhausting it is not an error:
+        the decision is the best plan found and the interval says how good that is.
     tol_abs, tol_rel : float
         Certified when ``U - L <= max(tol_abs, tol_rel * |U|)`` (defaults 1e-9).
     price : float
@@ -102,7 +103,8 @@ class Bounded(Policy):
     ('certified', 1.1925, 1.1925)
     """
 
-    node_budget: int = attrs.field(default=DEFAULT_NODE_BUDGET, validator=attrs.validators.ge(1))
+    node_budget: int | None = attrs.field(default=None,
+                                          validator=attrs.validators.optional(attrs.validators.ge(1)))
     tol_abs: float = attrs.field(default=DEFAULT_TOL_ABS, kw_only=True, validator=_nonnegative("tol_abs"))
     tol_rel: float = attrs.field(default=DEFAULT_TOL_REL, kw_only=True, validator=_nonnegative("tol_rel"))
     price: float = attrs.field(default=DEFAULT_PRICE, kw_only=True, validator=_nonnegative("price"))
@@ -111,8 +113,8 @@ class Bounded(Policy):
     name = "bounded"
     arg = "N"
     forms = ("bounded", "bounded:N", "bounded:N:PRICE")
-    summary = ("anytime bounded search to a certified optimum (N nodes per decision, default 200000; PRICE loss "
-               "units per 1,000 nodes, default 0)")
+    summary = ("anytime bounded search to a certified optimum (N nodes per decision, default auto: 200000, fewer "
+               "on costly domains; PRICE loss units per 1,000 nodes, default 0)")
     study = ()  # the depth study compares it at several budgets and prices (bench/), not as one spec
     adaptive = True
     depth_group = True
@@ -122,7 +124,7 @@ class Bounded(Policy):
         if arg is None:
             return cls()
         budget, _, price = arg.partition(":")
-        n = positive_int(budget, spec)
+        n = None if budget == "auto" else positive_int(budget, spec)
         if not price:
             return cls(node_budget=n)
         try:
@@ -135,13 +137,20 @@ class Bounded(Policy):
 
     @property
     def spec(self) -> str:
+        budget = "auto" if self.node_budget is None else str(self.node_budget)
         if self.price:
-            return f"bounded:{self.node_budget}:{self.price:g}"
-        return "bounded" if self.node_budget == DEFAULT_NODE_BUDGET else f"bounded:{self.node_budget}"
+            return f"bounded:{budget}:{self.price:g}"
+        return "bounded" if self.node_budget is None else f"bounded:{budget}"
+
+    def budget_for(self, compiled) -> int:
+        """The node budget of one decision on `compiled`: the given one, else the domain's default."""
+        if self.node_budget is not None:
+            return self.node_budget
+        return default_node_budget(compiled.n_states, len(compiled.obs_names))
 
     def _plan(self, node):
         search = search_for(node)
-        res = search.plan(node.outcome_of, budget=self.node_budget, tol_abs=self.tol_abs, tol_rel=self.tol_rel,
+        res = search.plan(node.outcome_of, budget=self.budget_for(node.compiled), tol_abs=self.tol_abs, tol_rel=self.tol_rel,
                           price=self.price, deadline=self.deadline)
         best = search.best_option(res.root, tie_tol=max(TIE, self.tol_abs))
         choice = None if best < 0 else int(search.graph.c_obs[best])
