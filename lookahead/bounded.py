@@ -139,7 +139,8 @@ DEFAULT_TOL_ABS = 1e-9
 DEFAULT_TOL_REL = 1e-9
 #: Loss units per 1,000 nodes of planning; 0: plan to the tolerance.
 DEFAULT_PRICE = 0.0
-#: The graph is cleared (and planning starts afresh) rather than grow past this many bytes.
+#: The graph never grows past this many bytes: planning stops (``memory``) with the interval it has,
+#: or, when earlier decisions filled it, starts afresh once.
 MAX_GRAPH_BYTES = 1 << 30
 
 #: Why planning stopped.
@@ -1010,7 +1011,7 @@ class BoundedSearch:
     admitted : bool[O]
     facts : lookahead.layout.Facts
     max_bytes : int
-        The graph is cleared instead of growing past this size.
+        The graph never grows past this size (planning stops as ``memory``, keeping its interval).
     bound : int
         The tip lower bound: ``BOUND_UNLOCK_STEP`` (the default), or a weaker
         one (``BOUND_UNLOCK``, ``BOUND_EVPI``) to measure what each prunes.
@@ -1069,10 +1070,9 @@ class BoundedSearch:
         self.graph = _new_graph(O, S, self.cost.shape[1], 1024, 256, 1024)
 
     def _grow(self, nodes: int, chance: int, slots: int) -> bool:
-        """Make room; False when the graph would pass its byte cap (then it is cleared)."""
+        """Make room; False (the graph unchanged) when it would pass its byte cap."""
         grown = _grown(self.graph, nodes, chance, slots, self.lik.shape[1])
         if _graph_bytes(grown) > self.max_bytes:
-            self.clear()
             return False
         self.graph = grown
         return True
@@ -1084,7 +1084,8 @@ class BoundedSearch:
             status, _, i = _search(self.graph, ocb, -1, 0.0, 0.0, 0.0, 0.0, 0, self.tables, self.facts)
             if status != _ST_SPACE:
                 return int(i)
-            self._grow(1, 0, 0)
+            if not self._grow(1, 0, 0):
+                self.clear()
 
     def plan(self, outcome_of, *, budget: int = DEFAULT_NODE_BUDGET, tol_abs: float = DEFAULT_TOL_ABS,
              tol_rel: float = DEFAULT_TOL_REL, price: float = DEFAULT_PRICE,
@@ -1116,6 +1117,7 @@ class BoundedSearch:
         Y = self.lik.shape[1]
         O = self.lik.shape[0]
         root = -1
+        cleared = False
         while stopped is None:
             slice_budget = budget - done if deadline is None else min(budget - done, 20_000)
             tie_tol = max(TIE, tol_abs)
@@ -1123,9 +1125,17 @@ class BoundedSearch:
                                           tie_tol, float(price), done, self.tables, self.facts)
             done += int(added)
             if status == _ST_SPACE:
-                if not self._grow(O * Y, O, O * Y):
+                if self._grow(O * Y, O, O * Y):
+                    continue
+                if root >= 0 and done > 0 or cleared:
+                    # the graph is at its byte cap: keep what this call found (a valid interval) and stop
                     stopped = MEMORY
-                    root = self.node(outcome_of)
+                    if root < 0:
+                        self.clear()
+                        root = self.node(outcome_of)
+                    continue
+                self.clear()  # full of earlier decisions' nodes: start afresh, once
+                cleared = True
                 continue
             if status == _ST_CERTIFIED:
                 stopped = CERTIFIED

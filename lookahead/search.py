@@ -97,6 +97,8 @@ from lookahead.jit import njit
 from lookahead.core import (
     BUDGET_TOL,
     TIE,
+    _facts_into,
+    _reach_into,
     _holds_row,
     _status_into,
     bayes_risk,
@@ -289,71 +291,6 @@ def _grown(table):
 # the facts at a node
 
 
-# lookahead.core's _facts_into and _reach_into, with the AND / OR combination written without a
-# `break`. The rule is core's (tests/lookahead/test_search.py holds the two equal); the form is
-# the search's: inlined into the search loop, core's helpers cost about six increfs and decrefs
-# of their array arguments a node, because numba's reference-count pruning gives up on an early
-# exit from a loop inside an inlined function. These prune to none.
-
-
-@njit(cache=True, inline="always")
-def _combine(vals, r, i, expr_kind, expr_start, expr_count, expr_children):
-    """AND / OR node `i` of ``vals[r]`` from its children (:func:`lookahead.core._combine_row`)."""
-    want = expr_kind[i] == EXPR_OR  # OR looks for a true child, AND for a false one
-    out = not want
-    j = expr_start[i]
-    end = j + expr_count[i]
-    while j < end and out != want:
-        if vals[r, expr_children[j]] == want:
-            out = want
-        j += 1
-    vals[r, i] = out
-
-
-@njit(cache=True, inline="always")
-def _facts(outcome_of, work, expr_kind, expr_a, expr_b, expr_start, expr_count, expr_children, vals):
-    """Every fact-expression node into ``vals[0]`` (:func:`lookahead.core._facts_into`; status in ``work[2]``)."""
-    for i in range(expr_kind.shape[0]):
-        k = expr_kind[i]
-        if k == EXPR_ESTABLISHED:
-            vals[0, i] = work[2, expr_a[i]] == expr_b[i]
-        elif k == EXPR_RETURNED:
-            vals[0, i] = outcome_of[expr_a[i]] == expr_b[i]
-        else:
-            _combine(vals, 0, i, expr_kind, expr_start, expr_count, expr_children)
-
-
-@njit(cache=True, inline="always")
-def _reach(outcome_of, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals, flags):
-    """Reachable actions into ``flags[1]`` (:func:`lookahead.core._reach_into`; status in ``work[2]``)."""
-    P, n_values = can.shape
-    for p in range(P):
-        for v in range(n_values):
-            can[p, v] = False
-        if work[2, p] >= 0:
-            can[p, work[2, p]] = True
-    for o in range(outcome_of.shape[0]):
-        if outcome_of[o] != NOT_TAKEN or not admitted[o] or est_prop[o] < 0:
-            continue
-        for y in range(est_value.shape[1]):
-            if est_value[o, y] >= 0:
-                can[est_prop[o], est_value[o, y]] = True
-    for i in range(ek.shape[0]):
-        k = ek[i]
-        if k == EXPR_ESTABLISHED:
-            vals[1, i] = can[ea[i], eb[i]]
-        elif k == EXPR_RETURNED:
-            vals[1, i] = outcome_of[ea[i]] == eb[i] or (outcome_of[ea[i]] == NOT_TAKEN and admitted[ea[i]])
-        else:
-            _combine(vals, 1, i, ek, es, ec, ech)
-    for a in range(action_req.shape[0]):
-        flags[1, a] = action_req[a] == NO_EXPR or vals[1, action_req[a]]
-
-
-# --------------------------------------------------------------------------
-# the search
-
-
 @njit(cache=True)
 def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob,
             depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab, bufs):
@@ -437,7 +374,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                     pre[0, s] = belief[s]
             # facts, permitted actions and R at the node (bayes_risk: same sums, same tie rule)
             _status_into(oc, est_prop, est_kind, est_value, work)
-            _facts(oc, work, ek, ea, eb, es, ec, ech, vals)
+            _facts_into(oc, work, ek, ea, eb, es, ec, ech, vals)
             rk = np.inf
             for a in range(A):
                 flags[0, a] = _holds_row(action_req[a], amen, a, vals, work)
@@ -462,7 +399,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                 bound[lev] = np.inf
                 if prune:
                     # EVPI under gates (lookahead.core.evpi), from the R just computed
-                    _reach(oc, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals,
+                    _reach_into(oc, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals,
                            flags)
                     total = 0.0
                     for s in range(S):
@@ -535,7 +472,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         if not own:
                             oc[o] = y
                             _status_into(oc, est_prop, est_kind, est_value, leaf_work)
-                            _facts(oc, leaf_work, ek, ea, eb, es, ec, ech, leaf_vals)
+                            _facts_into(oc, leaf_work, ek, ea, eb, es, ec, ech, leaf_vals)
                             oc[o] = NOT_TAKEN
                         # ... and the risk of its best permitted action
                         lr = np.inf

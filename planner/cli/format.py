@@ -81,7 +81,7 @@ def planning_text(info: dict) -> str | None:
     if "interval" not in info:
         return None
     lo, up = info["interval"]
-    work = f"{info['nodes_expanded']:,} nodes generated, plan depth {info['plan_depth']}"
+    work = f"{info.get('search', 'best-first')} search, {info['nodes_expanded']:,} nodes, plan depth {info['plan_depth']}"
     if info["certified"]:
         return f"planning: certified optimum {num(up)} (gap {info['gap']:.1g}; {work})"
     why = _STOPPED.get(info["planning_stopped"], info["planning_stopped"])

@@ -1,8 +1,20 @@
 """The bounded planner: anytime search with a certified gap, the default policy.
 
 At a node it narrows the interval ``[L, U]`` around the optimal expected total
-loss V* (no depth limit) with :class:`lookahead.bounded.BoundedSearch`, and
-acts on the first observation of the best plan found, or stops. Planning stops
+loss V* (no depth limit), and acts on the first observation of the best plan
+found, or stops. It plans in two phases, within one node budget:
+
+1. the memoised depth-first search of :func:`lookahead.search.expectimax` at
+   full depth (exact, with safe pruning), capped at the node budget: where it
+   finishes, V* is known exactly (gap 0) and the choice is the optimum's; it is
+   the faster of the two wherever the whole space fits the budget (measured in
+   ``bench/results/bounded.md``);
+2. past that cap, the anytime best-first search of
+   :class:`lookahead.bounded.BoundedSearch`, which keeps an interval, with the
+   full budget again.
+
+The receipt says which phase decided (``policy_info.search``: ``exhaustive``
+or ``best-first``). In phase 2 planning stops
 when the root's gap is within the tolerance (*certified*: then the choice is
 the optimum's), when the node budget is spent (*budget*: the choice is the best
 plan found, and the interval says how far from optimal it can be), or when the
@@ -16,9 +28,10 @@ costs at most ``Q_U``, and no plan that starts with it costs less than
 ``Q_L``). ``Decision.info`` carries the root interval, the gap, whether it is
 certified, why planning stopped, the nodes added, the plan and its depth.
 
-The search graph is kept on the compiled domain (one per set of admitted
+The best-first graph is kept on the compiled domain (one per set of admitted
 observations), so the re-planning steps of a session and every node of an
-exact evaluation share it: a subtree searched once keeps its interval.
+exact evaluation share it: a subtree searched once keeps its interval. (The
+depth-first phase keeps nothing between decisions.)
 
 Determinism: a certified decision is a function of the node alone. Candidates
 whose plan values differ by less than the tolerance are treated as tied (the
@@ -44,6 +57,7 @@ from lookahead.bounded import (
     BoundedSearch,
 )
 from lookahead.core import TIE
+from lookahead.search import SearchCapExceeded, expectimax, plan_from
 from planner.errors import PolicyError
 from planner.node import Decision
 from planner.policies.base import Policy, positive_int
@@ -60,6 +74,30 @@ def search_for(node) -> BoundedSearch:
     key = ("bounded-search", admitted.tobytes())
     return c.memo(key, lambda c: BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty,
                                                admitted, c.facts))
+
+
+@attrs.frozen
+class _Planned:
+    """One decision's planning: the root interval, per-candidate intervals, the choice and its plan."""
+
+    lo: float
+    up: float
+    options: dict
+    stopped: str
+    nodes: int
+    graph_nodes: int
+    merges: int
+    choice: int | None
+    make_plan: object = attrs.field(eq=False, repr=False)  # () -> the raw plan (built only when shown)
+    depth: int | None  # the best plan's depth, where the search knows it without building the plan
+    method: str
+
+
+def _plan_depth(raw) -> int:
+    """Acquisitions on the longest branch of a plan in :func:`lookahead.search.plan_from`'s form."""
+    if not raw or "observe" not in raw:
+        return 0
+    return 1 + max((_plan_depth(b.get("then")) for b in raw.get("outcomes", ())), default=0)
 
 
 def _nonnegative(name):
@@ -86,7 +124,11 @@ class Bounded(Policy):
     price : float
         Loss units per 1,000 nodes: stop planning when the gap is no larger (default 0: plan to the tolerance).
     deadline : float, optional
-        Seconds of wall clock per decision (the node count reached is recorded).
+        Seconds of wall clock per decision (the node count reached is recorded;
+        the best-first phase only).
+    exhaustive_first : bool
+        Try the depth-first exhaustive phase first (default True; False goes
+        straight to the best-first search, for tests and benchmarks).
 
     Examples
     --------
@@ -109,6 +151,7 @@ class Bounded(Policy):
     tol_rel: float = attrs.field(default=DEFAULT_TOL_REL, kw_only=True, validator=_nonnegative("tol_rel"))
     price: float = attrs.field(default=DEFAULT_PRICE, kw_only=True, validator=_nonnegative("price"))
     deadline: float | None = attrs.field(default=None, kw_only=True)
+    exhaustive_first: bool = attrs.field(default=True, kw_only=True, eq=False)
 
     name = "bounded"
     arg = "N"
@@ -148,44 +191,80 @@ class Bounded(Policy):
             return self.node_budget
         return default_node_budget(compiled.n_states, len(compiled.obs_names))
 
-    def _plan(self, node):
+    def _exhaustive(self, node, budget):
+        """Phase 1: the memoised depth-first search at full depth within `budget` nodes, or None past it."""
+        c = node.compiled
+        try:
+            ex = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
+                            len(c.obs_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
+                            c.n_values, max_nodes=max(1, budget))
+        except SearchCapExceeded:
+            return None
+        tie = max(TIE, self.tol_abs)
+        elig = np.flatnonzero(node.eligible)
+        choice = None
+        if elig.size:
+            best = float(np.min(ex.q[elig]))
+            if best < node.risk - tie:
+                tied = [int(o) for o in elig if ex.q[o] <= best + tie]
+                low = min(c.penalty[o] for o in tied)
+                choice = next(o for o in tied if c.penalty[o] <= low + TIE)
+        def make_plan():
+            return plan_from(ex, choice, node.belief, node.outcome_of, c.lik, c.n_outcomes, c.loss, c.facts,
+                             c.penalty)
+
+        return _Planned(lo=ex.value, up=ex.value, options={int(o): (float(ex.q[o]),) * 2 for o in elig},
+                        stopped=CERTIFIED, nodes=ex.nodes, graph_nodes=ex.entries, merges=0, choice=choice,
+                        make_plan=make_plan, depth=None, method="exhaustive")
+
+    def _plan(self, node) -> "_Planned":
+        budget = self.budget_for(node.compiled)
+        done = self._exhaustive(node, budget) if self.exhaustive_first and self.deadline is None else None
+        if done is not None:
+            return done
         search = search_for(node)
-        res = search.plan(node.outcome_of, budget=self.budget_for(node.compiled), tol_abs=self.tol_abs, tol_rel=self.tol_rel,
+        res = search.plan(node.outcome_of, budget=budget, tol_abs=self.tol_abs, tol_rel=self.tol_rel,
                           price=self.price, deadline=self.deadline)
         best = search.best_option(res.root, tie_tol=max(TIE, self.tol_abs))
         choice = None if best < 0 else int(search.graph.c_obs[best])
         if choice is not None and not node.eligible[choice]:  # only a rounding of the spend could do this
             choice = None
-        return search, res, choice
+        return _Planned(lo=res.lo, up=res.up, options={o: (lo, up) for o, lo, up in res.options},
+                        stopped=res.stopped, nodes=res.nodes, graph_nodes=res.graph_nodes, merges=res.merges,
+                        choice=choice, make_plan=lambda: search.best_plan(res.root, max_nodes=2_000),
+                        depth=search.depth(res.root), method="best-first")
 
     def choose(self, node):
-        return self._plan(node)[2], False
+        return self._plan(node).choice, False
 
     def decide(self, node):
         c = node.compiled
-        search, res, choice = self._plan(node)
+        pl = self._plan(node)
         net, rows = one_step_table(node)
-        interval = {o: (lo, up) for o, lo, up in res.options}
         for o, row in enumerate(rows):
             if row.status != "admitted":
                 continue
-            lo, up = interval.get(o, (float(c.penalty[o]) + res.lo, float(c.penalty[o]) + res.up))
+            lo, up = pl.options.get(o, (float(c.penalty[o]) + pl.lo, float(c.penalty[o]) + pl.up))
             rows[o] = attrs.evolve(row, extra={"plan_lo": lo, "plan_up": up if np.isfinite(up) else None})
-        if choice is None:
+        if pl.choice is None:
             plan = {"stop": c.action_names[node.action], "expected_loss": node.risk}
+            depth = 0
         else:
-            plan = named_plan(c, search.best_plan(res.root, max_nodes=2_000))
-        depth = search.depth(res.root)
+            raw = pl.make_plan()
+            plan = named_plan(c, raw)
+            depth = _plan_depth(raw) if pl.depth is None else pl.depth
         info = {
-            "interval": [res.lo, res.up],
-            "gap": res.up - res.lo,
-            "certified": res.stopped == CERTIFIED,
-            "planning_stopped": res.stopped,
-            "nodes_expanded": res.nodes,
-            "graph_nodes": res.graph_nodes,
-            "merges": res.merges,
+            "interval": [pl.lo, pl.up],
+            "gap": pl.up - pl.lo,
+            "certified": pl.stopped == CERTIFIED,
+            "planning_stopped": pl.stopped,
+            "search": pl.method,
+            "nodes_expanded": pl.nodes,
+            "graph_nodes": pl.graph_nodes,
+            "merges": pl.merges,
             "plan_depth": depth,
             "plan": plan,
             "plan_text": plan_text(plan, node.risk, label="plan", horizon="plan"),
         }
+        choice = pl.choice
         return Decision(observe=choice, candidates=tuple(rows), info=info)

@@ -174,3 +174,18 @@ def test_growth_always_makes_room_in_the_pair_table():
     new = B._grown(g, 1, 0, 0, Y)
     assert 2 * (new.count[B._C_PAIRS] + Y) <= new.pairs.shape[0]
     assert new.pairs.shape[0] > g.pairs.shape[0] and new.nf.shape[0] == g.nf.shape[0]
+
+
+def test_a_full_graph_stops_with_the_interval_it_has():
+    """At its byte cap the search keeps what it found (regression: it used to clear it and return [L_h, R])."""
+    from planner.study.families import benchmark_domain
+
+    s = planner.Session(planner.Domain.from_dict(benchmark_domain(16, 8, seed=3, chain=3)), "one-step")
+    v = _v_star(s.node)
+    bs = _search(s, max_bytes=40_000_000)
+    r = bs.plan(s.node.outcome_of, budget=10**8)
+    assert r.stopped == "memory" and r.graph_nodes > 1000
+    assert r.lo - 1e-9 <= v <= r.up + 1e-9
+    assert r.up < r.risk  # a plan better than stopping survived
+    again = bs.plan(s.node.outcome_of, budget=10**8)  # full of this root's nodes: it starts afresh once
+    assert again.lo - 1e-9 <= v <= again.up + 1e-9

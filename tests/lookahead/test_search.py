@@ -494,10 +494,14 @@ def test_growth_resumes_a_deep_search_exactly(kyc):
 @settings(max_examples=40)
 @given(raw=domain_dicts(rich_preconditions=True), seed=st.integers(0, 2**16), steps=st.integers(0, 3),
        entitled=st.booleans())
-def test_the_kernels_fact_helpers_follow_lookahead_core(raw, seed, steps, entitled):
-    """lookahead.search's break-free fact helpers (refcount-free in the loop) give core's facts and reach."""
+def test_the_kernels_fact_helpers_follow_the_pure_python_rules(raw, seed, steps, entitled):
+    """lookahead.core's break-free fact helpers (shared by every kernel) against lookahead.reference.
+
+    Reachability is checked by its definition: an action is reachable when its requirement holds
+    once every untaken, admitted source may still establish any value it can return.
+    """
     from lookahead import core
-    from lookahead import search as ls
+    from lookahead import reference as ref
 
     node = random_node(planner.Domain.from_dict(raw), seed, steps=steps, entitled=entitled)
     f = node.compiled.facts
@@ -506,14 +510,28 @@ def test_the_kernels_fact_helpers_follow_lookahead_core(raw, seed, steps, entitl
     P, N, A = f.action_mentions.shape[1], f.expr_kind.shape[0], f.action_req.shape[0]
     work = np.empty((3, P), dtype=np.int64)
     core._status_into(oc, f.est_prop, f.est_kind, f.est_value, work)
-    want_vals, got_vals = np.zeros((2, N), dtype=bool), np.zeros((2, N), dtype=bool)
-    want_flags, got_flags = np.zeros((2, A), dtype=bool), np.zeros((2, A), dtype=bool)
+    got = np.zeros((2, N), dtype=bool)
     args = (f.expr_kind, f.expr_a, f.expr_b, f.expr_start, f.expr_count, f.expr_children)
-    core._facts_into(oc, work, *args, want_vals)
-    ls._facts(oc, work, *args, got_vals)
-    reach = (oc, node.admission.admitted, f.est_prop, f.est_value, *args, f.action_req, work,
-             np.zeros((P, n_values), dtype=bool))
-    core._reach_into(*reach, want_vals, want_flags)
-    ls._reach(*reach, got_vals, got_flags)
-    np.testing.assert_array_equal(got_vals, want_vals)
-    np.testing.assert_array_equal(got_flags[1], want_flags[1])
+    core._facts_into(oc, work, *args, got)
+    status, want = ref._node(oc.tolist(), ref._lists(f))
+    assert work[2].tolist() == status
+    assert got[0].tolist() == want
+    flags = np.zeros((2, A), dtype=bool)
+    core._reach_into(oc, node.admission.admitted, f.est_prop, f.est_value, *args, f.action_req, work,
+                     np.zeros((P, n_values), dtype=bool), np.zeros((2, N), dtype=bool), flags)
+    can = [{status[p]} if status[p] >= 0 else set() for p in range(P)]
+    for o in range(len(oc)):
+        if oc[o] == -1 and node.admission.admitted[o] and f.est_prop[o] >= 0:
+            can[f.est_prop[o]] |= {int(v) for v in f.est_value[o] if v >= 0}
+    val = []
+    for i, k in enumerate(f.expr_kind.tolist()):
+        if k == ref.EXPR_ESTABLISHED:
+            val.append(int(f.expr_b[i]) in can[f.expr_a[i]])
+        elif k == ref.EXPR_RETURNED:
+            o = f.expr_a[i]
+            val.append(oc[o] == f.expr_b[i] or (oc[o] == -1 and bool(node.admission.admitted[o])))
+        else:
+            kids = [val[f.expr_children[j]] for j in range(f.expr_start[i], f.expr_start[i] + f.expr_count[i])]
+            val.append(all(kids) if k == ref.EXPR_AND else any(kids))
+    want_reach = [r == ref.NO_EXPR or val[r] for r in f.action_req.tolist()]
+    assert flags[1].tolist() == want_reach
