@@ -57,7 +57,7 @@ from lookahead.bounded import (
     BoundedSearch,
 )
 from lookahead.core import TIE
-from lookahead.search import SearchCapExceeded, expectimax, plan_from
+from lookahead.search import SearchCapExceeded, default_node_cap, expectimax, plan_from
 from planner.errors import PolicyError
 from planner.node import Decision
 from planner.policies.base import Policy, positive_int
@@ -189,11 +189,16 @@ class Bounded(Policy):
         """The node budget of one decision on `compiled`: the given one, else the domain's default."""
         if self.node_budget is not None:
             return self.node_budget
-        return default_node_budget(compiled.n_states, len(compiled.obs_names))
+        return default_node_budget(compiled.n_states, len(compiled.obs_names), compiled.lik.shape[1])
 
     def _exhaustive(self, node, budget):
-        """Phase 1: the memoised depth-first search at full depth within `budget` nodes, or None past it."""
+        """Phase 1: the memoised depth-first search at full depth within `budget` nodes, or None past it.
+
+        The cap is also the search's work cap (:func:`lookahead.search.default_node_cap`): its
+        nodes cost ``S x (A + Y x O)``, so on a domain with many outcomes it gives up early.
+        """
         c = node.compiled
+        budget = min(budget, default_node_cap(c.n_states, len(c.obs_names), c.lik.shape[1], c.loss.shape[0]))
         try:
             ex = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
                             len(c.obs_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
