@@ -19,7 +19,18 @@ RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "depth"
 
 #: How the committed report was made: its command line and metadata line, and the plots it shows.
 COMMAND = "planner bench depth --out bench/results/depth --workers 2"
-META = {"wall time": "78 s", "workers": 2, "cores": 2, "python": "3.11.7", "date": "2026-11-30"}
+def _committed_meta() -> dict:
+    """The run's metadata line of the committed report (``wall time: 87 s, workers: 2, ...``), as render_report takes it."""
+    line = next(x for x in (RESULTS / "report.md").read_text(encoding="utf-8").splitlines()
+                if x.startswith("wall time: "))
+    meta = {}
+    for part in line.split(", "):
+        k, _, v = part.partition(": ")
+        meta[k] = int(v) if v.isdigit() else v
+    return meta
+
+
+META = _committed_meta()
 PLOTS = ["loss_vs_latency.png", "gain_vs_prereq_depth.png", "gain_vs_asymmetry.png", "regime_map.png"]
 
 #: The report's sections, in order.
