@@ -16,7 +16,7 @@ import warnings
 
 from numba import njit as _numba_njit
 
-__all__ = ["njit", "NoKernelCacheWarning", "cache_available"]
+__all__ = ["njit", "NoKernelCacheWarning", "cache_available", "will_compile"]
 
 _NO_CACHE: list = []  # the first refusal, when numba had no cache location
 
@@ -50,3 +50,30 @@ def njit(*args, cache: bool = True, **options):
         return _numba_njit(cache=False, **options)(fn)
 
     return decorate
+
+
+def will_compile(*kernels) -> bool:
+    """Best guess whether calling any of `kernels` will JIT-compile rather than load from the disk cache.
+
+    True when a kernel has no disk cache (this process compiles in memory), or
+    its cache index is missing or older than its source file. A guess: numba
+    decides by the index's contents, and a signature not cached yet compiles
+    too. Used only to tell a person at a terminal why the first run is slow.
+
+    >>> from lookahead.search import _expectimax
+    >>> will_compile(_expectimax) in (True, False)
+    True
+    """
+    import os
+
+    for k in kernels:
+        if not cache_available():
+            return True
+        try:
+            index = k._cache._cache_file._index_path
+            source = k.py_func.__code__.co_filename
+            if not os.path.exists(index) or os.path.getmtime(index) < os.path.getmtime(source):
+                return True
+        except (AttributeError, OSError):
+            return False  # another numba layout: say nothing rather than guess
+    return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from planner.cli.common import (
+    compile_note,
     add_caller_args,
     add_policy_arg,
     caller_from_args,
@@ -26,6 +27,7 @@ def cmd_evaluate(args) -> int:
     caller = caller_from_args(args)
     policies = [policy_from_args(s, args) for s in (args.policy or [DEFAULT_POLICY])]  # bad specs fail first
     warn_unknown_caller([domain], args.entitlement, args.purpose)
+    compile_note()
     evals, harms = [], []
     # One tick per policy (one exact walk, harm included); the bar shows only when
     # this takes long enough to wonder, and only on a terminal's stderr.

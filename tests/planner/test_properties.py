@@ -18,7 +18,7 @@ from planner.replay import replay
 from planner.simulate import simulate
 from strategies import domain_dicts
 
-POLICIES = ("one-step", "none", "top-k:2")
+POLICIES = ("one-step", "none", "top-k:2", "bounded", "bounded:40", "lookahead:2", "dependency")
 
 
 def _random_node(session, data):
