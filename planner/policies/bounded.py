@@ -123,9 +123,6 @@ class Bounded(Policy):
         Certified when ``U - L <= max(tol_abs, tol_rel * |U|)`` (defaults 1e-9).
     price : float
         Loss units per 1,000 nodes: stop planning when the gap is no larger (default 0: plan to the tolerance).
-    deadline : float, optional
-        Seconds of wall clock per decision (the node count reached is recorded;
-        the best-first phase only).
     exhaustive_first : bool
         Try the depth-first exhaustive phase first (default True; False goes
         straight to the best-first search, for tests and benchmarks).
@@ -150,7 +147,6 @@ class Bounded(Policy):
     tol_abs: float = attrs.field(default=DEFAULT_TOL_ABS, kw_only=True, validator=_nonnegative("tol_abs"))
     tol_rel: float = attrs.field(default=DEFAULT_TOL_REL, kw_only=True, validator=_nonnegative("tol_rel"))
     price: float = attrs.field(default=DEFAULT_PRICE, kw_only=True, validator=_nonnegative("price"))
-    deadline: float | None = attrs.field(default=None, kw_only=True)
     exhaustive_first: bool = attrs.field(default=True, kw_only=True, eq=False)
 
     name = "bounded"
@@ -224,12 +220,12 @@ class Bounded(Policy):
 
     def _plan(self, node) -> "_Planned":
         budget = self.budget_for(node.compiled)
-        done = self._exhaustive(node, budget) if self.exhaustive_first and self.deadline is None else None
+        done = self._exhaustive(node, budget) if self.exhaustive_first else None
         if done is not None:
             return done
         search = search_for(node)
         res = search.plan(node.outcome_of, budget=budget, tol_abs=self.tol_abs, tol_rel=self.tol_rel,
-                          price=self.price, deadline=self.deadline)
+                          price=self.price)
         best = search.best_option(res.root, tie_tol=max(TIE, self.tol_abs))
         choice = None if best < 0 else int(search.graph.c_obs[best])
         if choice is not None and not node.eligible[choice]:  # only a rounding of the spend could do this
