@@ -81,7 +81,12 @@ def planning_text(info: dict) -> str | None:
     if "interval" not in info:
         return None
     lo, up = info["interval"]
-    work = f"{info.get('search', 'best-first')} search, {info['nodes_expanded']:,} nodes, plan depth {info['plan_depth']}"
+    how = f"{info.get('search', 'best-first')} search"
+    if info.get("depth_limited"):
+        how += f", then depth-limited to {info['depth_limited']}"
+        if info.get("plan_source") == "depth-limited":
+            how += " (its plan is the better one)"
+    work = f"{how}; {info['nodes_expanded']:,} nodes, plan depth {info['plan_depth']}"
     if info["certified"]:
         return f"planning: certified optimum {num(up)} (gap {info['gap']:.1g}; {work})"
     why = _STOPPED.get(info["planning_stopped"], info["planning_stopped"])

@@ -11,10 +11,16 @@ found, or stops. It plans in two phases, within one node budget:
    ``bench/results/bounded.md``);
 2. past that cap, the anytime best-first search of
    :class:`lookahead.bounded.BoundedSearch`, which keeps an interval, with the
-   full budget again.
+   full budget again;
+3. where that stops short too, depth-limited searches at depths 1, 2, ...
+   while each fits the cap: V_d of the deepest is the value of a real plan (it
+   stops after d steps), an upper bound on V*; it tightens the interval, and
+   where it beats every plan the best-first search completed, its first step is
+   the choice.
 
-The receipt says which phase decided (``policy_info.search``: ``exhaustive``
-or ``best-first``). In phase 2 planning stops
+The receipt says which search bounded V* (``policy_info.search``:
+``exhaustive`` or ``best-first``), the deepest depth-limited search
+(``depth_limited``) and whose plan was chosen (``plan_source``). In phase 2 planning stops
 when the root's gap is within the tolerance (*certified*: then the choice is
 the optimum's), when the node budget is spent (*budget*: the choice is the best
 plan found, and the interval says how far from optimal it can be), or when the
@@ -90,7 +96,9 @@ class _Planned:
     choice: int | None
     make_plan: object = attrs.field(eq=False, repr=False)  # () -> the raw plan (built only when shown)
     depth: int | None  # the best plan's depth, where the search knows it without building the plan
-    method: str
+    method: str  # the search that bounds V*: "exhaustive" or "best-first"
+    deepest: int | None = None  # the deepest depth-limited search run after the best-first one
+    plan_source: str | None = None  # whose plan is chosen, when not the method's
 
 
 def _plan_depth(raw) -> int:
@@ -187,36 +195,73 @@ class Bounded(Policy):
             return self.node_budget
         return default_node_budget(compiled.n_states, len(compiled.obs_names), compiled.lik.shape[1])
 
-    def _exhaustive(self, node, budget):
-        """Phase 1: the memoised depth-first search at full depth within `budget` nodes, or None past it.
+    def _cap(self, node, budget) -> int:
+        """The node cap of one depth-first search: the budget, and the search's own work cap.
 
-        The cap is also the search's work cap (:func:`lookahead.search.default_node_cap`): its
-        nodes cost ``S x (A + Y x O)``, so on a domain with many outcomes it gives up early.
+        (:func:`lookahead.search.default_node_cap`: its nodes cost ``S x (A + Y x O)``, so on a
+        domain with many outcomes it gives up early.)
         """
         c = node.compiled
-        budget = min(budget, default_node_cap(c.n_states, len(c.obs_names), c.lik.shape[1], c.loss.shape[0]))
+        return max(1, min(budget, default_node_cap(c.n_states, len(c.obs_names), c.lik.shape[1], c.loss.shape[0])))
+
+    def _depth_first(self, node, depth, cap):
+        """One memoised depth-first search to `depth` (``lookahead:depth``'s kernel), or None past `cap`."""
+        c = node.compiled
         try:
-            ex = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
-                            len(c.obs_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
-                            c.n_values, max_nodes=max(1, budget))
+            return expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
+                              depth, c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values,
+                              max_nodes=cap)
         except SearchCapExceeded:
             return None
+
+    def _first_step(self, node, ex):
+        """The first observation of the search's best plan (None: stop), with the policy's tie rule."""
+        c = node.compiled
         tie = max(TIE, self.tol_abs)
         elig = np.flatnonzero(node.eligible)
-        choice = None
-        if elig.size:
-            best = float(np.min(ex.q[elig]))
-            if best < node.risk - tie:
-                tied = [int(o) for o in elig if ex.q[o] <= best + tie]
-                low = min(c.penalty[o] for o in tied)
-                choice = next(o for o in tied if c.penalty[o] <= low + TIE)
+        if not elig.size:
+            return None
+        best = float(np.min(ex.q[elig]))
+        if best >= node.risk - tie:
+            return None
+        tied = [int(o) for o in elig if ex.q[o] <= best + tie]
+        low = min(c.penalty[o] for o in tied)
+        return next(o for o in tied if c.penalty[o] <= low + TIE)
+
+    def _plan_maker(self, node, ex, choice):
+        c = node.compiled
+
         def make_plan():
             return plan_from(ex, choice, node.belief, node.outcome_of, c.lik, c.n_outcomes, c.loss, c.facts,
                              c.penalty)
+        return make_plan
 
+    def _exhaustive(self, node, budget):
+        """Phase 1: the memoised depth-first search at full depth within the budget, or None past it."""
+        c = node.compiled
+        ex = self._depth_first(node, len(c.obs_names), self._cap(node, budget))
+        if ex is None:
+            return None
+        choice = self._first_step(node, ex)
+        elig = np.flatnonzero(node.eligible)
         return _Planned(lo=ex.value, up=ex.value, options={int(o): (float(ex.q[o]),) * 2 for o in elig},
                         stopped=CERTIFIED, nodes=ex.nodes, graph_nodes=ex.entries, merges=0, choice=choice,
-                        make_plan=make_plan, depth=None, method="exhaustive")
+                        make_plan=self._plan_maker(node, ex, choice), depth=None, method="exhaustive")
+
+    def _deepening(self, node, budget):
+        """Depth-limited searches at depths 1, 2, ... while each fits the cap: the deepest, and all their nodes.
+
+        V_d (stop after d steps) is the expected loss of an actual plan, so it is an upper
+        bound on V* that the best-first phase may not reach on a large domain.
+        """
+        cap = self._cap(node, budget)
+        best, nodes = None, 0
+        for d in range(1, int(node.eligible.sum()) + 1):
+            ex = self._depth_first(node, d, cap)
+            if ex is None:
+                break
+            best, nodes = (d, ex), nodes + ex.nodes
+        return best, nodes
 
     def _plan(self, node) -> "_Planned":
         budget = self.budget_for(node.compiled)
@@ -230,10 +275,31 @@ class Bounded(Policy):
         choice = None if best < 0 else int(search.graph.c_obs[best])
         if choice is not None and not node.eligible[choice]:  # only a rounding of the spend could do this
             choice = None
-        return _Planned(lo=res.lo, up=res.up, options={o: (lo, up) for o, lo, up in res.options},
-                        stopped=res.stopped, nodes=res.nodes, graph_nodes=res.graph_nodes, merges=res.merges,
-                        choice=choice, make_plan=lambda: search.best_plan(res.root, max_nodes=2_000),
-                        depth=search.depth(res.root), method="best-first")
+        options = {o: (lo, up) for o, lo, up in res.options}
+        planned = _Planned(lo=res.lo, up=res.up, options=options, stopped=res.stopped, nodes=res.nodes,
+                           graph_nodes=res.graph_nodes, merges=res.merges, choice=choice,
+                           make_plan=lambda: search.best_plan(res.root, max_nodes=2_000),
+                           depth=search.depth(res.root), method="best-first")
+        if res.stopped == CERTIFIED or not self.exhaustive_first:
+            return planned
+        # phase 3: where the best-first search stopped short, a depth-limited plan may be better than any it
+        # completed; its value tightens the upper bound, and its first step is then the choice
+        deep, deep_nodes = self._deepening(node, budget)
+        if deep is None:
+            return planned
+        d, ex = deep
+        tie = max(TIE, self.tol_abs)
+        up = min(res.up, ex.value)
+        opts = {o: (lo, min(hi, float(ex.q[o]))) for o, (lo, hi) in options.items()}
+        tol = max(self.tol_abs, self.tol_rel * abs(up))
+        stopped = CERTIFIED if up - res.lo <= tol else res.stopped
+        if ex.value < res.up - tie:
+            dchoice = self._first_step(node, ex)
+            return attrs.evolve(planned, up=up, options=opts, stopped=stopped, nodes=res.nodes + deep_nodes,
+                                choice=dchoice, make_plan=self._plan_maker(node, ex, dchoice), depth=None,
+                                method="best-first", deepest=d, plan_source="depth-limited")
+        return attrs.evolve(planned, up=up, options=opts, stopped=stopped, nodes=res.nodes + deep_nodes,
+                            method="best-first", deepest=d)
 
     def choose(self, node):
         return self._plan(node).choice, False
@@ -260,6 +326,8 @@ class Bounded(Policy):
             "certified": pl.stopped == CERTIFIED,
             "planning_stopped": pl.stopped,
             "search": pl.method,
+            "depth_limited": pl.deepest,
+            "plan_source": pl.plan_source or pl.method,
             "nodes_expanded": pl.nodes,
             "graph_nodes": pl.graph_nodes,
             "merges": pl.merges,

@@ -55,3 +55,30 @@ def test_a_tiny_budget_falls_through_to_the_interval():
     lo, up = info["interval"]
     assert lo < up and info["gap"] == up - lo
     assert step.observation is None or s.node.eligible[s.compiled.obs_index(step.observation)]
+
+
+def test_a_depth_limited_plan_tightens_an_interval_cut_short_by_the_budget():
+    """Past its budget, the best-first interval is joined by V_d of the deepest depth-limited search that fits."""
+    from lookahead.search import expectimax
+
+    d = planner.Domain.from_dict(benchmark_domain(14, 8, seed=3, chain=3))
+    node = planner.Session(d).node
+    c = node.compiled
+    v_star = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
+                        len(c.obs_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
+                        c.n_values, max_nodes=5_000_000).value
+    pl = Bounded(node_budget=20_000)._plan(node)
+    # the best-first graph is kept on the compiled domain: a fresh one for the comparison
+    bf = Bounded(node_budget=20_000, exhaustive_first=False)._plan(planner.Session(
+        planner.Domain.from_dict(benchmark_domain(14, 8, seed=3, chain=3))).node)
+    assert pl.method == "best-first" and pl.deepest is not None and pl.deepest >= 2
+    assert pl.lo - 1e-9 <= v_star <= pl.up + 1e-9
+    assert pl.up <= bf.up + 1e-12 and pl.lo == bf.lo
+    v_d = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
+                     pl.deepest, c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
+                     c.n_values).value
+    assert_allclose(pl.up, min(bf.up, v_d), rtol=0, atol=1e-12)
+    if pl.plan_source == "depth-limited":
+        assert v_d < bf.up
+    for o, (lo, up) in pl.options.items():
+        assert lo <= up + 1e-9
