@@ -196,11 +196,13 @@ class Bounded(Policy):
         return default_node_budget(compiled.n_states, len(compiled.obs_names), compiled.lik.shape[1])
 
     def _cap(self, node, budget) -> int:
-        """The node cap of one depth-first search: the budget, and the search's own work cap.
+        """The node cap of one depth-first search: an explicit budget as given; by default, also its work cap.
 
         (:func:`lookahead.search.default_node_cap`: its nodes cost ``S x (A + Y x O)``, so on a
-        domain with many outcomes it gives up early.)
+        domain with many outcomes the default gives up early.)
         """
+        if self.node_budget is not None:
+            return max(1, budget)
         c = node.compiled
         return max(1, min(budget, default_node_cap(c.n_states, len(c.obs_names), c.lik.shape[1], c.loss.shape[0])))
 
