@@ -902,15 +902,19 @@ def make_plots(rows, out_dir, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT)
     n = len(fams)
     cols = min(3, n)
     rws = int(math.ceil(n / cols))
-    fig, axes = plt.subplots(rws, cols, figsize=(5 * cols, 4 * rws), squeeze=False)
+    # one legend for the figure instead of a label at every point: policies with the same loss and
+    # latency sit on one another, and their labels did too; colour and marker tell them apart
+    markers = dict(zip(pols, "osD^vPX*<>hp8H" * 2))
+    handles = {}
+    fig, axes = plt.subplots(rws, cols, figsize=(5 * cols, 4 * rws + 0.8), squeeze=False)
     for ax, f in zip(axes.flat, fams):
         for p in pols:
             t = s["table"].get((f, p))
             if not t:
                 continue
             x = max(t["lat_median"], 1e-3)
-            ax.scatter([x], [t["J"]], color=colors[p], s=40, label=p)
-            ax.annotate(p, (x, t["J"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            handles[p] = ax.scatter([x], [t["J"]], color=colors[p], marker=markers[p], s=46, alpha=0.85,
+                                    edgecolors="black", linewidths=0.4, label=p)
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:g}"))
@@ -921,7 +925,9 @@ def make_plots(rows, out_dir, *, latency_weight: float = DEFAULT_LATENCY_WEIGHT)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    fig.tight_layout()
+    fig.legend([handles[p] for p in pols if p in handles], [p for p in pols if p in handles], loc="lower center",
+               ncol=min(len(handles), 6), fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.8 / (4 * rws + 0.8) + 0.02, 1, 1))
     name = "loss_vs_latency.png"
     _save(fig, out_dir / name)
     plt.close(fig)
