@@ -99,7 +99,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lookahead.core import BUDGET_TOL, TIE, _facts_into, _holds_row, _status_into
+from lookahead.core import BUDGET_TOL, TIE, _facts_into, _holds_row, _status_into, bayes_risk
 from lookahead.jit import njit
 from lookahead.layout import (
     EXPR_AND,
@@ -377,7 +377,6 @@ class Tables(NamedTuple):
     class_states: np.ndarray
     zob: np.ndarray
     gated: bool
-    tie: float
     bound: int
 
 
@@ -582,7 +581,7 @@ def _tip_bound(oc, bel, spent, step_cost, permitted, status, bound, gated, class
 
 @njit(cache=True)
 def _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, lik_zero, n_outcomes, loss, cost,
-                    limits_tol, penalty, flags, class_start, class_states, gated, tie, bound, est_prop, est_kind,
+                    limits_tol, penalty, flags, class_start, class_states, gated, bound, est_prop, est_kind,
                     est_value, ek, ea, eb, es, ec, ech, action_req, obs_req, amen, omen):
     """The decision node of pairs `ocb`: found by its equivalence key, or evaluated and added. Returns its index.
 
@@ -651,18 +650,9 @@ def _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, 
     for d in range(D):
         spent_g[i, d] = spent[d]
     permitted = np.empty(A, dtype=np.bool_)
-    r = _INF
-    act = -1
     for a in range(A):
         permitted[a] = _holds_row(action_req[a], amen, a, vals, work)
-        if not permitted[a]:
-            continue
-        x = 0.0
-        for s in range(S):
-            x += bel[s] * loss[a, s]
-        if x < r - tie:
-            r = x
-            act = a
+    r, act = bayes_risk(bel, loss, permitted)
     # the tip bound; a node where nothing is eligible is worth R exactly
     if step_cost == _INF:
         lh = r
@@ -745,7 +735,7 @@ def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f)
     sn, sp, keys, pairs, count = g.sn, g.sp, g.keys, g.pairs, g.count
     zob, prior, lik, lik_zero, n_outcomes, loss, cost = t.zob, t.prior, t.lik, t.lik_zero, t.n_outcomes, t.loss, t.cost
     limits_tol, penalty, flags = t.limits_tol, t.penalty, t.flags
-    class_start, class_states, gated, tie, bound = t.class_start, t.class_states, t.gated, t.tie, t.bound
+    class_start, class_states, gated, bound = t.class_start, t.class_states, t.gated, t.bound
     est_prop, est_kind, est_value = f.est_prop, f.est_kind, f.est_value
     ek, ea, eb, es, ec, ech = f.expr_kind, f.expr_a, f.expr_b, f.expr_start, f.expr_count, f.expr_children
     action_req, obs_req, amen, omen = f.action_req, f.obs_req, f.action_mentions, f.obs_mentions
@@ -805,7 +795,7 @@ def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f)
                     n_before = count[_C_NODES]
                     j = _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, lik_zero,
                                         n_outcomes, loss, cost, limits_tol, penalty, flags, class_start, class_states,
-                                        gated, tie, bound, est_prop, est_kind, est_value, ek, ea, eb, es, ec, ech,
+                                        gated, bound, est_prop, est_kind, est_value, ek, ea, eb, es, ec, ech,
                                         action_req, obs_req, amen, omen)
                     if count[_C_NODES] > n_before:
                         z[j, 0] = q1  # a new node: its own pairs' hashes
@@ -1067,7 +1057,7 @@ class BoundedSearch:
                              n_outcomes=self.n_outcomes, loss=self.loss, cost=self.cost, limits_tol=self.limits_tol,
                              penalty=self.penalty, flags=np.ascontiguousarray(flags),
                              class_start=starts.astype(np.int64), class_states=order.astype(np.int64),
-                             zob=zobrist, gated=gated, tie=float(TIE), bound=int(bound))
+                             zob=zobrist, gated=gated, bound=int(bound))
         self.clear()
 
     def clear(self) -> None:

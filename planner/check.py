@@ -33,7 +33,7 @@ import attrs
 import numpy as np
 
 from planner.audit import EXPECTATION_KINDS, FAILURE_KINDS, INVARIANT_KINDS, Failure, audit_receipt
-from lookahead.search import SearchCapExceeded, expectimax
+from lookahead.search import SearchCapExceeded
 from planner.caller import Caller
 from planner.compile import compile_domain
 from planner.errors import DomainError, PlannerError, SessionError
@@ -451,9 +451,7 @@ def optimality_failures(domain, policy, caller: Caller = Caller()) -> list:
     root = Session(domain, "none", caller=caller).node
     c = root.compiled
     try:
-        best = expectimax(root.belief, root.outcome_of, root.spent, root.eligible, root.admission.admitted,
-                          len(c.obs_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
-                          c.n_values).value
+        best = root.search(len(c.obs_names)).value
     except SearchCapExceeded as e:
         return [Failure(kind="NotOptimal", step=None, message=f"optimality unverified: the full-depth search {e}")]
     try:

@@ -16,6 +16,7 @@ import numpy as np
 
 from lookahead.core import BUDGET_TOL, bayes_risk, node_facts, outcome_probs, posterior
 from lookahead.layout import NOT_TAKEN, STATUS_CONTRADICTED
+from lookahead.search import expectimax
 from planner.admission import BUDGET, Admission, Reason, precondition_reason
 from planner.compile import CompiledDomain
 
@@ -156,6 +157,21 @@ class Node:
         c = self.compiled
         n_y = int(c.n_outcomes[o])
         return outcome_probs(self.belief, c.lik[o], n_y, np.empty(n_y))[:n_y]
+
+    def search(self, depth: int, **options):
+        """:func:`lookahead.search.expectimax` from this node to `depth` (its eligible observations at the root).
+
+        `options` are expectimax's (``max_nodes``, ``prune``, ``memo``); it raises
+        :class:`lookahead.search.SearchCapExceeded` past the cap.
+
+        >>> import planner
+        >>> n = planner.Session(planner.load_domain("payment_release")).node
+        >>> round(n.search(1).value, 4), round(n.search(4).value, 4)
+        (1.1925, 1.1925)
+        """
+        c = self.compiled
+        return expectimax(self.belief, self.outcome_of, self.spent, self.eligible, self.admission.admitted, depth,
+                          c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values, **options)
 
     def child(self, o: int, y: int) -> "Node":
         """The node after observation `o` returned outcome `y`: the one transition.

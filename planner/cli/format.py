@@ -71,7 +71,6 @@ def format_table(candidates: list, *, value_label: str = "EVSI", indent: str = "
 _STOPPED = {
     "budget": "the node budget was spent",
     "price": "more search would cost more than it could gain",
-    "deadline": "the deadline passed",
     "memory": "the graph reached its memory cap",
 }
 

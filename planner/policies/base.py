@@ -122,12 +122,13 @@ def positive_int(text: str | None, spec: str) -> int:
     return k
 
 
-def pick_best(net, penalty, mask) -> int | None:
+def pick_best(net, penalty, mask, *, tie: float = TIE) -> int | None:
     """The observation to take: the largest `net` among `mask`, if it beats stopping.
 
     Stopping wins ties: an observation is taken only when its net exceeds 0 by
-    more than :data:`~lookahead.core.TIE`. Among observations within TIE of the
-    best, the lower penalty wins, then the one declared first.
+    more than `tie` (default :data:`~lookahead.core.TIE`). Among observations
+    within `tie` of the best, the lower penalty (within TIE) wins, then the one
+    declared first.
 
     >>> pick_best(np.array([1.0, 1.0 + 1e-13, 0.5]), np.array([0.3, 0.2, 0.1]), np.array([True, True, True]))
     1
@@ -138,8 +139,8 @@ def pick_best(net, penalty, mask) -> int | None:
     if not idx:
         return None
     best = max(net[o] for o in idx)
-    if best <= TIE:
+    if best <= tie:
         return None
-    tied = [o for o in idx if net[o] >= best - TIE]
+    tied = [o for o in idx if net[o] >= best - tie]
     low = min(penalty[o] for o in tied)
     return next(o for o in tied if penalty[o] <= low + TIE)

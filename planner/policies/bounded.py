@@ -63,10 +63,10 @@ from lookahead.bounded import (
     BoundedSearch,
 )
 from lookahead.core import TIE
-from lookahead.search import SearchCapExceeded, default_node_cap, expectimax, plan_from
+from lookahead.search import SearchCapExceeded, default_node_cap, plan_from
 from planner.errors import PolicyError
 from planner.node import Decision
-from planner.policies.base import Policy, positive_int
+from planner.policies.base import Policy, pick_best, positive_int
 from planner.policies.onestep import one_step_table
 from planner.policies.plans import named_plan, plan_text
 
@@ -208,27 +208,14 @@ class Bounded(Policy):
 
     def _depth_first(self, node, depth, cap):
         """One memoised depth-first search to `depth` (``lookahead:depth``'s kernel), or None past `cap`."""
-        c = node.compiled
         try:
-            return expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
-                              depth, c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values,
-                              max_nodes=cap)
+            return node.search(depth, max_nodes=cap)
         except SearchCapExceeded:
             return None
 
     def _first_step(self, node, ex):
-        """The first observation of the search's best plan (None: stop), with the policy's tie rule."""
-        c = node.compiled
-        tie = max(TIE, self.tol_abs)
-        elig = np.flatnonzero(node.eligible)
-        if not elig.size:
-            return None
-        best = float(np.min(ex.q[elig]))
-        if best >= node.risk - tie:
-            return None
-        tied = [int(o) for o in elig if ex.q[o] <= best + tie]
-        low = min(c.penalty[o] for o in tied)
-        return next(o for o in tied if c.penalty[o] <= low + TIE)
+        """The first observation of the search's best plan (None: stop), ties within the tolerance as tied."""
+        return pick_best(node.risk - ex.q, node.compiled.penalty, node.eligible, tie=max(TIE, self.tol_abs))
 
     def _plan_maker(self, node, ex, choice):
         c = node.compiled

@@ -36,7 +36,7 @@ import numpy as np
 
 from lookahead.core import TIE, affordable, evsi
 from lookahead.layout import NOT_TAKEN
-from lookahead.search import SearchCapExceeded, expectimax, plan_from
+from lookahead.search import SearchCapExceeded, plan_from
 from planner.andor import precondition_graph
 from planner.errors import PolicyError, SearchCapError
 from planner.node import Candidate, Decision
@@ -110,7 +110,6 @@ class Lookahead(Policy):
 
     def _search(self, node):
         """``(depth, prerequisite depths or None, SearchResult)`` at `node`."""
-        c = node.compiled
         pdepths = None
         if self.depth == "auto":
             d, pdepths = auto_depth(node)
@@ -118,9 +117,7 @@ class Lookahead(Policy):
             d = int(self.depth)
         cap = None if self.max_nodes is None else int(self.max_nodes)
         try:
-            res = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted, d,
-                             c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values,
-                             prune=self.prune, max_nodes=cap)
+            res = node.search(d, prune=self.prune, max_nodes=cap)
         except SearchCapExceeded as e:
             raise SearchCapError(self.spec, d, e.cap) from None
         return d, pdepths, res

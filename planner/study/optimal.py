@@ -11,7 +11,7 @@ search afresh (memoised here) below the rare node the root search pruned.
 from __future__ import annotations
 
 from lookahead.layout import NOT_TAKEN
-from lookahead.search import MAX_NODES, SearchCapExceeded, expectimax, lookup
+from lookahead.search import MAX_NODES, SearchCapExceeded, lookup
 from planner.node import root_node
 
 __all__ = ["OptimalValues"]
@@ -70,10 +70,7 @@ class OptimalValues:
             self.nodes = -1
 
     def _search(self, node, depth):
-        c = self.compiled
-        return expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted, depth,
-                          c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values,
-                          max_nodes=self.max_nodes)
+        return node.search(depth, max_nodes=self.max_nodes)
 
     def value(self, node) -> float:
         """V* at `node` (a node of this domain and admission; nan when infeasible)."""
