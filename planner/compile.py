@@ -39,7 +39,8 @@ from lookahead.layout import (
 from planner.errors import CallerError
 from planner.model import UNAVAILABLE, AllOf, AnyOf, Established, Returned
 
-__all__ = ["CompiledDomain", "compile_domain", "case_table"]
+__all__ = ["CompiledDomain", "compile_domain", "case_table", "LikelihoodLayout", "likelihood_layout", "assemble",
+           "same_structure"]
 
 
 def _ro(a, dtype):
@@ -373,17 +374,7 @@ def _joint_states(domain, ix: _Index, groups: dict):
     sizes = ix.sizes
     W = math.prod(sizes)
     world = _grid(sizes)
-    if domain.prior.marginals is not None:
-        marg = dict(domain.prior.marginals)
-        wprior = None
-        for p, name in enumerate(ix.prop_pos):
-            dist = dict(marg[name])
-            m = np.array([dist[v] for v in ix.value_pos[p]], dtype=np.float64)[world[:, p]]
-            wprior = m if wprior is None else wprior * m
-    else:
-        wprior = np.zeros(W)
-        for c in domain.prior.joint:
-            wprior[ix.state_code(c.when)] = c.value
+    wprior = _world_prior(domain, ix, world)
     firsts = [ms[0] for ms in groups.values()]
     latent_sizes = [len(first.outcomes) for first in firsts]
     L = math.prod(latent_sizes)
@@ -398,6 +389,22 @@ def _joint_states(domain, ix: _Index, groups: dict):
                                                                        ix.prop_pos, ix.value_pos)]  # [W, k]
         prior = prior * probs[world_of, states[:, len(sizes) + gi]]
     return world, states, prior / prior.sum(), world_of
+
+
+def _world_prior(domain, ix: _Index, world: np.ndarray) -> np.ndarray:
+    """float64[W]: the prior of each world state, unnormalised (a product of marginals, or the joint table)."""
+    if domain.prior.marginals is not None:
+        marg = dict(domain.prior.marginals)
+        wprior = None
+        for p, name in enumerate(ix.prop_pos):
+            dist = dict(marg[name])
+            m = np.array([dist[v] for v in ix.value_pos[p]], dtype=np.float64)[world[:, p]]
+            wprior = m if wprior is None else wprior * m
+        return wprior
+    wprior = np.zeros(len(world))
+    for c in domain.prior.joint:
+        wprior[ix.state_code(c.when)] = c.value
+    return wprior
 
 
 def _world_loss(loss, world: np.ndarray, ix: _Index) -> np.ndarray:
@@ -487,3 +494,131 @@ def _fact_tables(domain, prop_names, ix: _Index, obs_names, outcome_names, Y: in
         action_req=_ro(action_req, i64), obs_req=_ro(obs_req, i64),
         action_mentions=_ro(action_mentions, np.bool_), obs_mentions=_ro(obs_mentions, np.bool_),
     )
+
+
+# --------------------------------------------------------------------------
+# Likelihood rows as parameters (calibration re-assembles the arrays from them)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class LikelihoodLayout:
+    """Where each likelihood row (case) of each observation lands in ``prior`` and ``lik``.
+
+    Attributes
+    ----------
+    case_of : int64[O, S]
+        The case (row) of observation o's likelihood that holds in joint state s.
+    latent : int64[O]
+        The lineage variable (index in ``V``) an observation reads exactly (-1: none).
+    groups : tuple of (int, int)
+        ``(variable, first member)`` per lineage variable: the first member's
+        rows are the variable's distribution given the world.
+    world_prior : float64[S]
+        The (unnormalised) prior of each joint state's world state, lineage factors excluded.
+    """
+
+    case_of: np.ndarray
+    latent: np.ndarray
+    groups: tuple
+    world_prior: np.ndarray
+
+
+def likelihood_layout(compiled) -> LikelihoodLayout:
+    """The :class:`LikelihoodLayout` of a compiled domain (kept in its memo).
+
+    >>> import planner
+    >>> lay = likelihood_layout(compile_domain(planner.load_domain("payment_release")))
+    >>> lay.case_of.tolist()
+    [[0, 1], [0, 1], [0, 1], [0, 1]]
+    """
+    return compiled.memo("likelihood_layout", _build_layout)
+
+
+def _build_layout(compiled) -> LikelihoodLayout:
+    domain = compiled.domain
+    ix = _Index(compiled.prop_names, compiled.prop_values)
+    P = len(compiled.prop_names)
+    world = _grid(ix.sizes)
+    W = len(world)
+    states = compiled.states
+    L = len(states) // W
+    world_of = np.repeat(np.arange(W, dtype=np.int64), L)
+    case_of = np.zeros((len(compiled.obs_names), len(states)), dtype=np.int64)
+    for oi, o in enumerate(domain.observations):
+        case_of[oi] = _case_of(o.likelihood.cases, world, ix.sizes, ix.prop_pos, ix.value_pos)[world_of]
+    first = {}
+    for oi in range(len(compiled.obs_names)):
+        v = int(compiled.lineage[oi])
+        if v >= 0 and v not in first:
+            first[v] = oi
+    groups = tuple((v, first[v]) for v in range(P, len(compiled.var_names)))
+    return LikelihoodLayout(case_of=_ro(case_of, np.int64), latent=compiled.lineage, groups=groups,
+                            world_prior=_ro(_world_prior(domain, ix, world)[world_of], np.float64))
+
+
+def assemble(compiled, rows, failure) -> tuple:
+    """``(prior float64[S], lik float64[O, Y, S])`` from likelihood rows and failure rates.
+
+    Parameters
+    ----------
+    rows : sequence of float64[C_o, k_o]
+        Per observation, each case's probability of each declared outcome (a
+        lineage member's rows are its group's; the first member's are used).
+    failure : float64[O]
+        The failure rates.
+
+    With the declared rows this gives the compiled arrays back (the same
+    operations, in the same order, as :func:`compile_domain`).
+
+    >>> import planner
+    >>> c = compile_domain(planner.load_domain("payment_release"))
+    >>> rows = [np.array([[0.9, 0.1], [0.2, 0.8]])] + [np.array([[0.5, 0.5], [0.5, 0.5]])] * 3
+    >>> prior, lik = assemble(c, rows, np.zeros(4))
+    >>> lik[0, :, 1].tolist(), prior.tolist()
+    ([0.2, 0.8, 0.0], [0.55, 0.45])
+    """
+    lay = likelihood_layout(compiled)
+    states = compiled.states
+    O, S = len(compiled.obs_names), len(states)
+    lik = np.zeros((O, compiled.lik.shape[1], S))
+    cols = np.arange(S)
+    for o in range(O):
+        f = float(failure[o])
+        k = int(compiled.n_outcomes[o]) - 1
+        v = int(lay.latent[o])
+        if v >= 0:
+            lik[o, states[:, v], cols] = 1.0 - f
+        else:
+            lik[o, :k, :] = ((1.0 - f) * np.asarray(rows[o], dtype=np.float64)[lay.case_of[o]]).T
+        lik[o, k, :] = f
+    prior = lay.world_prior.copy()
+    for v, first in lay.groups:
+        prior = prior * np.asarray(rows[first], dtype=np.float64)[lay.case_of[first], states[:, v]]
+    return prior / prior.sum(), lik
+
+
+def same_structure(model, truth) -> None:
+    """Refuse (one-line PlannerError) a `truth` that differs from `model` in more than prior and likelihoods.
+
+    Both are compiled domains: the same propositions and values, observations
+    and outcomes, lineage variables and actions (losses, costs and gates are
+    read from the model by whoever compares them).
+
+    >>> import planner
+    >>> same_structure(compile_domain(planner.load_domain("payment_release")),
+    ...                compile_domain(planner.load_domain("kyc_chain")))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    planner.errors.PlannerError: the true domain kyc_chain differs from the model payment_release in its propositions, ...
+    """
+    from planner.errors import PlannerError
+
+    for what, a, b in (("propositions", model.prop_names, truth.prop_names),
+                       ("proposition values", model.prop_values, truth.prop_values),
+                       ("observations", model.obs_names, truth.obs_names),
+                       ("outcomes", model.outcome_names, truth.outcome_names),
+                       ("lineage variables", model.var_names, truth.var_names),
+                       ("actions", model.action_names, truth.action_names)):
+        if a != b:
+            raise PlannerError(f"the true domain {truth.domain.name} differs from the model {model.domain.name} "
+                               f"in its {what}, not only in its likelihoods")

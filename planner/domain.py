@@ -46,6 +46,7 @@ class Domain:
     max_age_minutes: float | None = None
     checks: tuple = attrs.field(converter=tuple, default=())
     content_hash: str = ""
+    calibration: object = None  # planner.model.Calibration, or None
     raw: object = attrs.field(default=None, eq=False, repr=False)
 
     @classmethod
@@ -70,6 +71,11 @@ class Domain:
     def from_file(cls, path) -> "Domain":
         """Read, validate and build a domain from a YAML or JSON file (``.json`` is read as JSON)."""
         return cls.from_dict(read_domain_file(path))
+
+    @property
+    def calibration_id(self) -> str | None:
+        """The calibration's identity (``cal:...``), or None for a domain that was not calibrated."""
+        return None if self.calibration is None else self.calibration.id
 
     def observation(self, name: str) -> Observation:
         """The observation called `name` (KeyError if there is none)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = ["PlannerError", "DomainError", "SessionError", "CallerError", "PolicyError", "WorldError",
-           "ReceiptError", "SearchCapError", "format_path", "one_line", "MAX_MESSAGE_CHARS"]
+           "ReceiptError", "LogError", "SearchCapError", "format_path", "one_line", "MAX_MESSAGE_CHARS"]
 
 #: The longest error line, ``<path>: <what>`` together: longer ones end in
 #: ``...``. A name copied from a hostile file can be any length (200,000
@@ -105,6 +105,10 @@ class WorldError(PlannerError):
 
 class ReceiptError(PlannerError):
     """A receipt cannot be read or does not match its schema."""
+
+
+class LogError(PlannerError):
+    """An outcome log cannot be opened or written, or was asked about an unknown session, proposition or value."""
 
 
 class SearchCapError(PlannerError):

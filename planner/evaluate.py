@@ -35,7 +35,7 @@ from planner.node import Decision
 from planner.session import Session, stop_at
 
 __all__ = ["PolicyEvaluation", "evaluate_policy", "fold_policy_tree", "policy_children", "correct_actions",
-           "MAX_EVAL_NODES"]
+           "expected_loss_under", "MAX_EVAL_NODES"]
 
 #: Distinct nodes an exact evaluation may visit before it gives up.
 MAX_EVAL_NODES = 200_000
@@ -319,3 +319,61 @@ def correct_actions(loss) -> np.ndarray:
     """
     loss = np.asarray(loss, dtype=np.float64)
     return loss <= loss.min(axis=0, keepdims=True) + TIE
+
+
+def expected_loss_under(model, truth, policy, caller=None, *, max_nodes: int = MAX_EVAL_NODES) -> float:
+    """Exact expected total loss, under `truth`, of `policy` planning on `model`.
+
+    The policy decides at every node as a session on `model` would (its
+    belief is the model's), while outcomes happen with the true domain's
+    probabilities: at a node reached by history h, the true joint mass
+    ``q(s) = P_truth(s) prod P_truth(y | o, s)`` weighs the penalty of the next
+    acquisition and, at the stop, the loss of the action taken. `truth` must
+    differ from `model` only in its prior and likelihoods (the losses, costs
+    and gates are the model's). An outcome the truth allows and the model
+    rules out (probability 0) cannot be recorded by a session on the model: a
+    one-line :class:`~planner.errors.PlannerError` (an ``unavailable`` the
+    model did not plan for is recorded as unplanned, as a live session does).
+
+    >>> import planner
+    >>> d = planner.load_domain("payment_release")
+    >>> round(expected_loss_under(d, d, "one-step"), 4)  # the model is the truth: evaluate_policy's value
+    1.1925
+    """
+    from planner.compile import compile_domain, same_structure
+
+    session = Session(model, policy, caller=caller)
+    c, pol = session.compiled, session.policy
+    t = truth if hasattr(truth, "lik") else compile_domain(truth)
+    same_structure(c, t)
+    choose = getattr(pol, "choose", None) or (lambda node: (pol.decide(node).observe, False))
+    memo: dict = {}
+
+    def visit(node, q):
+        key = node.key
+        if key in memo:
+            return memo[key]
+        if len(memo) >= max_nodes:
+            raise PlannerError(f"scoring {pol.spec} on {c.domain.name} under {t.domain.name} visits more than "
+                               f"{max_nodes} nodes")
+        o, _ = choose(node)
+        if o is None:
+            out = float(q @ c.loss[node.action])
+        else:
+            if not node.eligible[o]:
+                raise SessionError(f"policy {pol.spec} chose {c.obs_names[o]}, which is not eligible")
+            out = float(c.penalty[o]) * float(q.sum())
+            probs = node.outcome_probs(o)
+            unavailable = int(c.n_outcomes[o]) - 1
+            for y in range(int(c.n_outcomes[o])):
+                qy = q * t.lik[o, y]
+                if qy.sum() <= 0.0:
+                    continue
+                if probs[y] <= 0.0 and y != unavailable:
+                    raise PlannerError(f"{t.domain.name} gives {c.obs_names[o]} outcome "
+                                       f"'{c.outcome_names[o][y]}' a positive probability where the model rules it out")
+                out += visit(node.child(o, y), qy)
+        memo[key] = out
+        return out
+
+    return visit(session.node, np.asarray(t.prior, dtype=np.float64))

@@ -60,13 +60,17 @@ import numpy as np
 import yaml
 
 from planner.compile import case_table
-from planner.errors import DomainError
+from planner.errors import DomainError, format_path
 from planner.model import (
     UNAVAILABLE,
     Action,
     AllOf,
     AnyOf,
     Budget,
+    CalibratedFailure,
+    CalibratedObservation,
+    CalibratedRow,
+    Calibration,
     Case,
     Check,
     Established,
@@ -80,6 +84,7 @@ from planner.model import (
 )
 
 __all__ = ["domain_fields", "read_domain_file", "parse_domain_text", "domain_schema", "content_hash",
+           "calibration_id", "CALIBRATION_TOL",
            "SUM_TOLERANCE", "MAX_JOINT_STATES", "RESERVED_NAMES", "MAX_FILE_BYTES", "MAX_DEPTH", "MAX_NODES",
            "MAX_TEXT_CHARS", "MAX_INT_DIGITS", "MAX_ARRAY_BYTES", "MAX_CASE_CHECKS"]
 
@@ -1068,14 +1073,101 @@ def domain_fields(data: dict) -> dict:
         raise DomainError(["observations", cycle[0], "requires"], "cyclic preconditions: " + text)
     actions = _actions(data["actions"], names)
     _check_losses(actions, all_penalties)
+    calibration = _calibration(data["calibration"], observations) if "calibration" in data else None
     checks = tuple(Check(name=str(c.get("name", f"check{i + 1}")), spec=c)
                    for i, c in enumerate(data.get("checks", []) or []))
     return dict(
         name=data["domain"], description=data.get("description", ""), purpose=data.get("purpose"),
         propositions=props, prior=prior, actions=actions, budget=budget, observations=observations,
         max_age_minutes=_opt_float(data.get("max_age_minutes")), checks=checks,
-        content_hash=content_hash(data), raw=data,
+        content_hash=content_hash(data), calibration=calibration, raw=data,
     )
+
+
+def calibration_id(block: dict) -> str:
+    """The identity of a ``calibration`` block: ``cal:`` and 12 hex digits of the sha256 of the rest of it.
+
+    >>> calibration_id({"id": "cal:000000000000", "method": "em"}) == calibration_id({"method": "em"})
+    True
+    """
+    rest = {k: v for k, v in block.items() if k != "id"}
+    return "cal:" + content_hash(rest).split(":", 1)[1][:12]
+
+
+#: How far a calibrated likelihood entry may sit from its posterior mean (rounding only).
+CALIBRATION_TOL = 1e-9
+
+
+def _calibration(raw: dict, observations) -> Calibration:
+    """The ``calibration`` block, checked against the observations it calibrates.
+
+    Every calibrated likelihood row must be ``alpha / sum(alpha)`` of its
+    posterior and every calibrated failure rate the mean of its Beta
+    posterior (within :data:`CALIBRATION_TOL`), so that a hand edit of a
+    calibrated row cannot pass for the calibration.
+    """
+    path = ["calibration"]
+    expected = calibration_id(raw)
+    if raw["id"] != expected:
+        raise DomainError(path + ["id"], f"{raw['id']} does not match the block's content ({expected}): "
+                                         "the block was edited after calibration")
+    by_name = {o.name: o for o in observations}
+    cal_obs = []
+    for name, spec in raw["observations"].items():
+        opath = path + ["observations", name]
+        if name not in by_name:
+            raise DomainError(opath, f"unknown observation '{name}'" + _hint(name, by_name, "observations"))
+        o = by_name[name]
+        cases = o.likelihood.cases
+        if len(spec["rows"]) != len(cases):
+            raise DomainError(opath + ["rows"], f"{len(spec['rows'])} rows for a likelihood of {len(cases)} "
+                                                f"case{'s' if len(cases) != 1 else ''}")
+        rows = []
+        for i, (row, case) in enumerate(zip(spec["rows"], cases)):
+            rpath = opath + ["rows", i]
+            for part in ("counts", "alpha", "interval", "declared"):
+                for y in row.get(part, {}):
+                    if y not in o.outcomes:
+                        raise DomainError(rpath + [part, y], f"unknown outcome '{y}' (outcomes: {', '.join(o.outcomes)})")
+            alpha = [(y, float(row["alpha"].get(y, 0.0))) for y in o.outcomes]
+            total = sum(a for _, a in alpha)
+            if total <= 0:
+                raise DomainError(rpath + ["alpha"], "sums to 0 (a posterior needs a positive parameter)")
+            declared = dict(case.value)
+            for y, a in alpha:
+                if abs(declared.get(y, 0.0) - a / total) > CALIBRATION_TOL:
+                    where = ", ".join(f"{p}={v}" for p, v in case.when) or "every state"
+                    raise DomainError(["observations", name, "likelihood"],
+                                      f"row {i + 1} ({where}) gives {y} {_fmt(declared.get(y, 0.0))}, but its "
+                                      f"posterior mean is {_fmt(a / total)} ({format_path(rpath + ['alpha'])}): "
+                                      "calibrate again, or remove the calibration block")
+            for y, (lo, hi) in row["interval"].items():
+                if lo > hi:
+                    raise DomainError(rpath + ["interval", y], f"lower {_fmt(lo)} is above upper {_fmt(hi)}")
+            rows.append(CalibratedRow(counts=[(y, float(row["counts"].get(y, 0.0))) for y in o.outcomes],
+                                      alpha=alpha, interval=[(y, tuple(row["interval"][y])) for y in o.outcomes
+                                                             if y in row["interval"]],
+                                      declared=[(y, float(v)) for y, v in (row.get("declared") or {}).items()]))
+        failure = None
+        if "failure" in spec:
+            f = spec["failure"]
+            a_fail, a_ok = (float(x) for x in f["alpha"])
+            if a_fail + a_ok <= 0:
+                raise DomainError(opath + ["failure", "alpha"], "sums to 0 (a posterior needs a positive parameter)")
+            if abs(o.failure_rate - a_fail / (a_fail + a_ok)) > CALIBRATION_TOL:
+                raise DomainError(["observations", name, "failure_rate"],
+                                  f"{_fmt(o.failure_rate)}, but its posterior mean is {_fmt(a_fail / (a_fail + a_ok))} "
+                                  f"({format_path(opath + ['failure', 'alpha'])}): calibrate again, "
+                                  "or remove the calibration block")
+            failure = CalibratedFailure(unavailable=float(f["unavailable"]), calls=float(f["calls"]),
+                                        alpha=(a_fail, a_ok),
+                                        interval=tuple(f["interval"]) if "interval" in f else None,
+                                        declared=_opt_float(f.get("declared")))
+        cal_obs.append((name, CalibratedObservation(rows=rows, failure=failure,
+                                                    acquired=_opt_float(spec.get("acquired")))))
+    return Calibration(id=raw["id"], method=raw["method"], date=str(raw["date"]),
+                       prior_strength=float(raw["prior_strength"]), log=raw["log"], observations=cal_obs,
+                       source=raw.get("source"))
 
 
 def _world(raw_world: dict, names: _Names) -> list:

@@ -35,6 +35,10 @@ __all__ = [
     "Budget",
     "Observation",
     "Check",
+    "CalibratedRow",
+    "CalibratedFailure",
+    "CalibratedObservation",
+    "Calibration",
     "expr_atoms",
 ]
 
@@ -264,3 +268,71 @@ class Check:
 
     name: str
     spec: object = attrs.field(hash=False)  # a plain mapping: compared, not hashed
+
+
+# --------------------------------------------------------------------------
+# Calibration: where a calibrated domain's likelihoods came from
+# (``planner calibrate``, docs/calibration.md).
+
+
+@attrs.frozen(kw_only=True)
+class CalibratedRow:
+    """The Dirichlet posterior of one likelihood case (row), outcomes in declaration order.
+
+    `counts`, `alpha` and `declared` are pairs ``(outcome, number)``;
+    `interval` pairs ``(outcome, (lower, upper))``, the 90% posterior interval.
+    The row's probabilities are ``alpha / sum(alpha)``.
+    """
+
+    counts: tuple = attrs.field(converter=_pairs)
+    alpha: tuple = attrs.field(converter=_pairs)
+    interval: tuple = attrs.field(converter=_pairs)
+    declared: tuple = attrs.field(converter=_pairs, default=())
+
+    @property
+    def mean(self) -> tuple:
+        """``((outcome, alpha / sum(alpha)), ...)``."""
+        total = sum(a for _, a in self.alpha)
+        return tuple((y, a / total) for y, a in self.alpha)
+
+
+@attrs.frozen(kw_only=True)
+class CalibratedFailure:
+    """The Beta posterior ``alpha = (unavailable, answered)`` of a failure rate."""
+
+    unavailable: float
+    calls: float
+    alpha: tuple = attrs.field(converter=tuple)
+    interval: tuple | None = None
+    declared: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class CalibratedObservation:
+    """One observation's calibration: a row per likelihood case, and its failure rate."""
+
+    rows: tuple = attrs.field(converter=tuple)
+    failure: CalibratedFailure | None = None
+    acquired: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Calibration:
+    """A calibrated domain's ``calibration`` block.
+
+    `id` (``cal:`` and 12 hex digits) identifies the block; receipts name it.
+    `log` is pairs (``sha256``, ``sessions``, ``used``, ...); `observations`
+    pairs ``(name, CalibratedObservation)`` in file order.
+    """
+
+    id: str
+    method: str
+    date: str
+    prior_strength: float
+    log: tuple = attrs.field(converter=_pairs)
+    observations: tuple = attrs.field(converter=_pairs)
+    source: str | None = None
+
+    def of(self, name: str) -> CalibratedObservation | None:
+        """The calibration of observation `name` (None: not calibrated)."""
+        return dict(self.observations).get(name)

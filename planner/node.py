@@ -33,7 +33,10 @@ class Candidate:
     (acquired earlier in the session). For admitted rows `value` is the gross
     value of observing (EVSI for the one-step rule), `penalty` the cost in loss
     units and `net` = value - penalty; `extra` carries policy-specific columns
-    (the lookahead's Q_d).
+    (the lookahead's Q_d). `interval` is ``(lower, upper)``, the lower
+    quantile and the upper ``1 - quantile`` of the net value over posterior
+    draws of a calibrated domain's likelihoods, where the policy measures
+    it (:class:`~planner.policies.conservative.Conservative`); None elsewhere.
     """
 
     observation: str
@@ -43,6 +46,7 @@ class Candidate:
     value: float | None = None
     penalty: float | None = None
     net: float | None = None
+    interval: tuple | None = attrs.field(default=None, converter=attrs.converters.optional(tuple))
     extra: dict = attrs.field(factory=dict, eq=False)
 
     def to_json(self) -> dict:
@@ -55,6 +59,8 @@ class Candidate:
             out["net"] = self.net
         if self.penalty is not None:
             out["penalty"] = self.penalty
+        if self.interval is not None:
+            out["interval"] = list(self.interval)
         out.update(self.extra)
         return out
 

@@ -126,6 +126,10 @@ def build_receipt(session, *, world=None, seed=None, source=None) -> dict:
         "policy": {"spec": session.policy.spec, "params": _jsonable(session.policy.params())},
         "steps": steps,
     }
+    if c.domain.calibration is not None:  # which posterior the likelihoods are (docs/calibration.md)
+        cal = c.domain.calibration
+        receipt["domain"]["calibration"] = {"id": cal.id, "method": cal.method, "date": cal.date,
+                                            "log_sha256": dict(cal.log).get("sha256")}
     if source is not None:
         receipt["domain"]["source"] = str(source)
     if world is not None:

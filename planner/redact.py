@@ -30,7 +30,8 @@ action, dimension or observation the domain does not have is refused):
   the reasons, re-rendered from the domain's gates (:class:`planner.admission.Reason`)
   with every hidden observation in a precondition shown as ``(hidden)``; the
   policy columns about the row itself (``q``, ``depth``, ``rank``,
-  ``in_cut``); the dependency rule's unlock columns (``unlocked_value``,
+  ``in_cut``, conservative planning's ``interval``); the dependency rule's
+  unlock columns (``unlocked_value``,
   ``plan``, ``plan_success``, ``plan_penalty``, ``unlock_score``) only when
   every observation the row's precondition can depend on is visible (the plan
   would name them, its figures price them);
@@ -45,7 +46,9 @@ action, dimension or observation the domain does not have is refused):
   of visible observations, unresolved uncertainty, belief, budget, facts;
 - ``policy_info``: the search's numbers only (``depth``, ``nodes_expanded``,
   ``memo_hits``, ``table_size``, ``tree_nodes``, ``pruned``, ``p_best``,
-  ``threshold``, ``depth_rule``); never a plan or a target.
+  ``threshold``, ``depth_rule``; conservative planning's ``quantile``,
+  ``draws``, ``seed``, ``draws_used``, ``dropped_draws``, ``value_depth``);
+  never a plan, a target or a choice.
 
 Dropped: ``tool_note`` (free text a tool returned), ``domain.source`` (a
 path on the producer's machine), every field not listed. A redacted receipt
@@ -77,13 +80,13 @@ _GATE_KIND = {ENTITLEMENT: Reason(gate=ENTITLEMENT).text(), PURPOSE: Reason(gate
               FRESHNESS: Reason(gate=FRESHNESS).text(), BUDGET: "budget exceeded", PRECONDITION: "precondition unmet"}
 
 #: Policy columns of a candidate row that describe the row alone, with their JSON types.
-_ROW_COLUMNS = {"q": (int, float), "depth": (int,), "rank": (int,), "in_cut": (bool,)}
+_ROW_COLUMNS = {"q": (int, float), "depth": (int,), "rank": (int,), "in_cut": (bool,), "interval": (list,)}
 #: The dependency rule's unlock columns: they describe a plan over the row's prerequisites.
 _PLAN_COLUMNS = {"unlocked_value": (int, float), "plan": (str,), "plan_success": (int, float),
                  "plan_penalty": (int, float), "unlock_score": (int, float)}
 #: Numbers about a policy's search (counts, depth, thresholds); plans and targets are not listed.
 _INFO_NUMBERS = ("depth", "nodes_expanded", "memo_hits", "table_size", "tree_nodes", "pruned", "p_best",
-                 "threshold")
+                 "threshold", "quantile", "draws", "seed", "draws_used", "dropped_draws", "value_depth")
 _INFO_WORDS = {"depth_rule": ("auto",)}
 
 
@@ -337,7 +340,8 @@ class _Redactor:
         r = self.receipt
         out = {
             "schema_version": SCHEMA_VERSION,
-            "domain": {"name": self.domain.name, "content_hash": self.domain.content_hash},
+            "domain": {"name": self.domain.name, "content_hash": self.domain.content_hash,
+                       **({"calibration": r["domain"]["calibration"]} if "calibration" in r["domain"] else {})},
             "purpose": r["purpose"],
             "entitlements": sorted(set(r["entitlements"]) & self.consumer),
             "decision_time": r["decision_time"],

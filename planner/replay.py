@@ -4,7 +4,8 @@ Replaying re-runs the receipt's policy, for the receipt's caller, with the
 recorded outcomes, and compares, step by step: the node the policy was asked
 at (belief marginals, budget spent and remaining, facts, permitted actions,
 current action and expected loss), the choice, every candidate row (status,
-reasons, value, penalty, net), whether the outcome was unplanned, and the node
+reasons, value, penalty, net, and the interval of conservative planning's
+rows), whether the outcome was unplanned, and the node
 after. At the stop it compares the action, the stop reason, the expected
 loss, the candidate table, and the rest of the final block (budget dimension,
 contradictions with their sources, unknown outcomes, unresolved uncertainty,
@@ -109,6 +110,9 @@ def _compare_candidates(got: list, want: list, where: str) -> str | None:
         for key in ("value", "penalty", "net"):
             if not _close(g.get(key), w.get(key)):
                 return f"{where}: {name} {key} {g.get(key)!r}, receipt has {_say(w.get(key))}"
+        gi, wi = g.get("interval"), w.get("interval")
+        if (gi is None) != (wi is None) or (gi is not None and not all(map(_close, gi, wi))):
+            return f"{where}: {name} interval {gi!r}, receipt has {_say(wi)}"
     return None
 
 
@@ -140,6 +144,11 @@ def replay(receipt: dict, domain) -> tuple[bool, str]:
     if "redacted_for" in receipt:
         raise ReceiptError("a redacted receipt cannot be replayed (it hides what the replay needs); "
                            "replay the original")
+    mine = domain.calibration_id
+    theirs = (receipt["domain"].get("calibration") or {}).get("id")
+    if mine != theirs:
+        return False, (f"domain calibration {mine or '(none)'} differs from the receipt's {theirs or '(none)'}: "
+                       "replay against the domain the receipt was made on")
     if receipt["domain"]["content_hash"] != domain.content_hash:
         return False, (f"domain content hash {domain.content_hash} differs from the receipt's "
                        f"{receipt['domain']['content_hash']}")

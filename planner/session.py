@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from typing import Callable, Mapping
@@ -29,6 +30,7 @@ from planner.model import UNAVAILABLE
 from planner.node import Decision, Node, root_node
 from planner.policies import DEFAULT_POLICY, Policy, parse_policy
 from planner.receipt import build_receipt
+from planner.store import OutcomeLog, open_log
 
 __all__ = ["Session", "Observe", "Stop", "Step", "StopReason", "STOP_REASONS", "stop_at"]
 
@@ -184,15 +186,33 @@ class Session:
         decision time (default: now, when records give ``as_of``; recorded in
         the receipt) and overrides of hard limits (a dimension the domain does
         not declare is an error).
+    log : OutcomeLog or path, optional
+        Where to log the session (:mod:`planner.store`): its start now, each
+        acquisition as it is recorded, the stop and the receipt when it
+        stops. A path is opened with :func:`~planner.store.open_log` and
+        closed at the stop; a log object is left open.
+    context : dict, optional
+        JSON-ready data kept with the logged session, beside the ``caller``
+        (entitlements, purpose, decision time, limit overrides) that the
+        session adds; needs `log`.
+
+    Attributes
+    ----------
+    log_id : int or None
+        The session's id in the log (None without a log).
 
     Notes
     -----
     :meth:`next` asks the policy; :meth:`record` adds an outcome; :meth:`run`
     loops both, calling the user's tools. After a :class:`Stop` the session is
     over: :meth:`next` returns the same stop and :meth:`record` refuses.
+    A write to the log that fails raises :class:`~planner.errors.LogError`
+    and changes nothing in the session (a failed stop is logged again by the
+    next :meth:`next`).
     """
 
-    def __init__(self, domain, policy: Policy | str | None = None, *, caller: Caller | None = None):
+    def __init__(self, domain, policy: Policy | str | None = None, *, caller: Caller | None = None,
+                 log: OutcomeLog | str | os.PathLike | None = None, context: dict | None = None):
         self.compiled, self.admission = prepare(domain, caller)
         self.domain = self.compiled.domain
         self.caller: Caller = self.admission.caller
@@ -202,11 +222,51 @@ class Session:
         self.steps: list[Step] = []
         self._pending: tuple[Observe, Node] | None = None
         self.stop: Stop | None = None
+        self.log_id: int | None = None
+        self._log: OutcomeLog | None = None  # until the stop is logged
+        self._owns_log = False
+        if log is not None:
+            self._begin_log(log, context)
+        elif context is not None:
+            raise SessionError("a context is kept in the outcome log: give a log as well")
+
+    def _begin_log(self, log, context) -> None:
+        """Open the outcome log (a path: owned, closed at the stop) and log the session's start."""
+        context = dict(context or {})
+        if "caller" in context:
+            raise SessionError("context: the key 'caller' is reserved (the session logs its caller there)")
+        owned = not isinstance(log, OutcomeLog)
+        store = open_log(log) if owned else log
+        c = self.compiled
+        caller = self.caller.to_json()
+        caller = {"entitlements": caller["entitlements"], "purpose": self.admission.purpose,
+                  "decision_time": caller["decision_time"], "limits_override": caller["limits_override"]}
+        try:
+            self.log_id = store.begin(domain=self.domain.name, content_hash=self.domain.content_hash,
+                                      world={p: list(v) for p, v in zip(c.prop_names, c.prop_values)},
+                                      policy=self.policy.spec, context={"caller": caller, **context},
+                                      calibration=getattr(self.domain, "calibration_id", None))
+        except BaseException:
+            if owned:
+                store.close()
+            raise
+        self._log, self._owns_log = store, owned
+
+    def _log_stop(self) -> None:
+        """Log the stop and the receipt, once; a log the session opened is closed after."""
+        if self._log is None:
+            return
+        self._log.finish(self.log_id, action=self.stop.action, reason=self.stop.reason,
+                         expected_loss=float(self.stop.expected_loss), receipt=build_receipt(self))
+        log, self._log = self._log, None
+        if self._owns_log:
+            log.close()
 
     # ------------------------------------------------------------------
     def next(self) -> Observe | Stop:
         """Ask the policy: the next observation to acquire, or the stop."""
         if self.stop is not None:
+            self._log_stop()
             return self.stop
         if self._pending is not None:
             return self._pending[0]
@@ -223,6 +283,7 @@ class Session:
             self._pending = (step, node)
             return step
         self.stop = stop_at(node, decision)
+        self._log_stop()
         return self.stop
 
     def record(self, name: str, outcome: str, *, note: str | None = None) -> None:
@@ -263,6 +324,10 @@ class Session:
             raise SessionError(f"{name}: outcome '{outcome}' has probability 0 under the current belief "
                                "(the domain's likelihoods rule it out)")
         after = node.child(o, y)
+        if self._log is not None:  # first the log: a failed write leaves the session as it was
+            self._log.acquisition(self.log_id, index=len(self.steps), observation=name, outcome=outcome,
+                                  cost={d: float(c.cost[o, i]) for i, d in enumerate(c.dims)},
+                                  unplanned=bool(unplanned), note=note)
         self.node = after
         self._pending = None
         self.steps.append(Step(before=node, after=after, asked=asked, chosen=chosen, acquired=name, outcome=outcome,
@@ -314,6 +379,7 @@ class Session:
         node = self.node
         self.stop = Stop(action=self.compiled.action_names[node.action], expected_loss=node.risk,
                          reason=StopReason.INTERRUPTED, candidates=(), contradictions=tuple(node.contradicted()))
+        self._log_stop()
         return self.stop
 
     def receipt(self, **extra) -> dict:

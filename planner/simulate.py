@@ -12,11 +12,12 @@ uniforms, so they see the same outcome of each source.
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
-from planner.errors import WorldError
+from planner.errors import PlannerError, WorldError
 
-__all__ = ["hidden_state", "draw_outcome", "inverse_cdf", "simulate"]
+__all__ = ["hidden_state", "draw_outcome", "inverse_cdf", "simulate", "simulate_log", "SimulatedLog"]
 
 
 def hidden_state(compiled, world: dict | None, rng: np.random.Generator | None) -> tuple[int, dict]:
@@ -91,3 +92,79 @@ def simulate(session, world: dict | None = None, seed: int | None = None):
     c = session.compiled
     tools = {name: (lambda o=o: draw_outcome(c, o, s, rng)) for o, name in enumerate(c.obs_names)}
     return session.run(tools), shown
+
+
+@attrs.frozen(kw_only=True)
+class SimulatedLog:
+    """What :func:`simulate_log` appended: session ids, resolutions and final actions."""
+
+    ids: tuple
+    resolved: int
+    actions: tuple  # ((action, count), ...) in first-seen order
+
+
+def simulate_log(truth, log, *, sessions: int, policy, resolve: float = 1.0, resolve_when=None,
+                 seed: int = 0, model=None, caller=None, progress=None) -> SimulatedLog:
+    """Append `sessions` simulated sessions to `log`: worlds and outcomes from `truth`, decisions on `model`.
+
+    Parameters
+    ----------
+    truth : Domain or CompiledDomain
+        Draws each session's hidden state from its prior and every outcome
+        (``unavailable`` included, at its failure rate) from its likelihoods.
+    log : planner.store.OutcomeLog
+        Where the sessions go (several runs and processes may share one).
+    policy : str or Policy
+        What the sessions run.
+    resolve : float
+        The probability that a session later learns the truth (every
+        proposition's true value is logged as its resolution).
+    resolve_when : sequence of str, optional
+        Only sessions whose final action is one of these can be resolved
+        (for example only released payments learn the truth).
+    seed : int
+        Seeds worlds, outcomes and resolutions: the same seed appends the same sessions.
+    model : Domain or CompiledDomain, optional
+        The domain the sessions plan on and log (default: `truth`); it may
+        differ from `truth` only in its prior and likelihoods, and must not
+        rule out an outcome the truth allows.
+    """
+    from planner.compile import compile_domain, same_structure
+    from planner.session import Session
+
+    t = truth if hasattr(truth, "lik") else compile_domain(truth)
+    m = t if model is None else (model if hasattr(model, "lik") else compile_domain(model))
+    same_structure(m, t)
+    if not 0.0 <= resolve <= 1.0:
+        raise PlannerError(f"the resolution rate must be in [0, 1], got {resolve:g}")
+    if resolve_when is not None:
+        unknown = [a for a in resolve_when if a not in m.action_names]
+        if unknown:
+            raise PlannerError(f"unknown action '{unknown[0]}' to resolve after "
+                               f"(actions: {', '.join(m.action_names)})")
+    ruled_out = (t.lik[:, :-1, :] > 0) & (m.lik[:, :-1, :] <= 0)  # the unavailable slot is always recordable
+    ruled_out &= np.arange(t.lik.shape[1] - 1)[None, :, None] < (m.n_outcomes - 1)[:, None, None]
+    if ruled_out.any():
+        o, y, s = (int(v[0]) for v in np.nonzero(ruled_out))
+        where = ", ".join(f"{t.prop_names[p]}={t.prop_values[p][t.states[s, p]]}" for p in range(len(t.prop_names)))
+        raise PlannerError(f"{t.domain.name} gives {t.obs_names[o]} outcome '{t.outcome_names[o][y]}' a positive "
+                           f"probability in {where}, where the model rules it out (a session on the model could "
+                           "not record it)")
+    rng = np.random.default_rng(seed)
+    ids, resolved, actions = [], 0, {}
+    for _ in range(sessions):
+        s = int(rng.choice(t.n_states, p=t.prior))
+        session = Session(m, policy, caller=caller, log=log, context={"simulated": {"seed": seed}})
+        tools = {name: (lambda o=o: t.outcome_names[o][inverse_cdf(t.lik[o], int(t.n_outcomes[o]), s, rng.random())])
+                 for o, name in enumerate(t.obs_names)}
+        stop = session.run(tools)
+        ids.append(session.log_id)
+        actions[stop.action] = actions.get(stop.action, 0) + 1
+        u = rng.random()
+        if u < resolve and (resolve_when is None or stop.action in resolve_when):
+            log.resolve(session.log_id, {t.prop_names[p]: t.prop_values[p][t.states[s, p]]
+                                         for p in range(len(t.prop_names))})
+            resolved += 1
+        if progress is not None:
+            progress()
+    return SimulatedLog(ids=tuple(ids), resolved=resolved, actions=tuple(actions.items()))

@@ -71,3 +71,72 @@ def tiny_dict(**overrides) -> dict:
     }
     d.update(overrides)
     return d
+
+
+# --------------------------------------------------------------------------
+# calibrated domains (planner.calibrate): for conservative planning
+
+
+def calibrated(domain, sessions, **options):
+    """`domain` calibrated on the logged `sessions` (mappings with ``acquisitions`` and ``resolution``)."""
+    from planner.calibrate import calibrate, calibrated_data
+
+    return planner.Domain.from_dict(calibrated_data(calibrate(domain, sessions, **options), date="2026-12-01"))
+
+
+def simulated_log(domain, policy, n: int, *, first_seed: int = 0) -> list:
+    """`n` resolved sessions of `policy` on `domain`, simulated with seeds ``first_seed, first_seed + 1, ...``."""
+    from planner.simulate import simulate
+
+    log = []
+    for k in range(first_seed, first_seed + n):
+        s = planner.Session(domain, policy)
+        _, world = simulate(s, seed=k)
+        log.append({"acquisitions": [(r.acquired, r.outcome) for r in s.steps], "resolution": world})
+    return log
+
+
+def payment_log(n: int, seed: int = 1, *, registry=(0.9, 0.1), message=(0.95, 0.05)) -> list:
+    """`n` resolved sessions of the payment case that read the message and the registry.
+
+    ``registry = (P(approved | approved), P(approved | pending))``; ``message`` likewise for ``sounds_approved``.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    log = []
+    for _ in range(n):
+        w = "approved" if rng.random() < 0.55 else "pending"
+        y = "approved" if rng.random() < registry[0 if w == "approved" else 1] else "pending"
+        m = "sounds_approved" if rng.random() < message[0 if w == "approved" else 1] else "unclear"
+        log.append({"acquisitions": [("manager_message", m), ("approval_registry", y)], "resolution": {"approval": w}})
+    return log
+
+
+@pytest.fixture(scope="session")
+def cal_payment(payment):
+    """The payment case calibrated on 60 sessions: wide enough posteriors that conservatism matters.
+
+    The conservative tests' scenarios were built at prior strength 10; the fixtures name it, so that
+    the library's default (:data:`planner.calibrate.PRIOR_STRENGTH`) can change without moving them.
+    """
+    return calibrated(payment, payment_log(60), prior_strength=10.0)
+
+
+@pytest.fixture(scope="session")
+def cal_payment_tight(payment):
+    """The payment case calibrated on 4,000 sessions of its own likelihoods: a concentrated posterior."""
+    return calibrated(payment, payment_log(4000, registry=(0.99, 0.01), message=(0.80, 0.35)), prior_strength=10.0)
+
+
+@pytest.fixture(scope="session")
+def cal_kyc(kyc):
+    """kyc_chain (a precondition chain) calibrated on 20 sessions of the bounded planner."""
+    return calibrated(kyc, simulated_log(kyc, "bounded", 20), prior_strength=10.0)
+
+
+@pytest.fixture(scope="session")
+def cal_second_copy():
+    """second_copy (two records of one lineage) calibrated on 20 sessions of the one-step rule."""
+    d = planner.load_domain(DOMAINS / "second_copy.yaml")
+    return calibrated(d, simulated_log(d, "one-step", 20), prior_strength=10.0)

@@ -244,18 +244,26 @@ def policy_from_args(spec: str, args):
     """The policy a spec names, with ``--max-nodes`` applied to policies that search.
 
     For ``lookahead:D`` it is the search's node cap; for ``bounded`` the node
-    budget of each decision (overriding the spec's).
+    budget of each decision (overriding the spec's); for a policy that wraps
+    another (``conservative:BASE``), its base's.
     """
     policy = parse_policy(spec)
     cap = getattr(args, "max_nodes", None)
     if cap is not None:
         if cap < 1:
             raise PlannerError(f"--max-nodes {cap}: must be a positive integer")
-        fields = attrs.fields_dict(type(policy)) if attrs.has(type(policy)) else {}
-        if "max_nodes" in fields:
-            policy = attrs.evolve(policy, max_nodes=cap)
-        elif "node_budget" in fields:
-            policy = attrs.evolve(policy, node_budget=cap)
+        policy = _with_cap(policy, cap)
+    return policy
+
+
+def _with_cap(policy, cap: int):
+    fields = attrs.fields_dict(type(policy)) if attrs.has(type(policy)) else {}
+    if "max_nodes" in fields:
+        return attrs.evolve(policy, max_nodes=cap)
+    if "node_budget" in fields:
+        return attrs.evolve(policy, node_budget=cap)
+    if policy.wraps and "base" in fields:
+        return attrs.evolve(policy, base=_with_cap(policy.base, cap))
     return policy
 
 

@@ -6,7 +6,7 @@ nothing here decides anything.
 
 from __future__ import annotations
 
-from planner.policies import policy_class
+from planner.policies import parse_policy, policy_class
 
 __all__ = ["format_trace", "format_table", "format_evaluations", "format_harms", "value_label", "num"]
 
@@ -34,17 +34,33 @@ def belief_text(belief: dict) -> str:
 def value_label(spec: str) -> str:
     """The heading of a policy's value column (``EVSI`` for the one-step rule).
 
-    >>> value_label("one-step"), value_label("lookahead:2")
-    ('EVSI', 'value')
+    >>> value_label("one-step"), value_label("lookahead:2"), value_label("conservative:one-step")
+    ('EVSI', 'value', 'EVSI')
     """
     try:
-        return policy_class(spec).value_label
+        return parse_policy(spec).value_label  # a wrapper's label is its base's
     except Exception:  # noqa: BLE001 - a receipt of an unknown policy still prints
+        pass
+    try:
+        label = policy_class(spec).value_label
+    except Exception:  # noqa: BLE001
         return "value"
+    return label if isinstance(label, str) else "value"
 
 
-def format_table(candidates: list, *, value_label: str = "EVSI", indent: str = "  ") -> str:
-    """Render a candidate table (receipt rows) as aligned text."""
+def format_table(candidates: list, *, value_label: str = "EVSI", indent: str = "  ",
+                 interval_label: str = "net over draws") -> str:
+    """Render a candidate table (receipt rows) as aligned text.
+
+    A row with an ``interval`` (conservative planning: the lower and upper
+    quantile of its net value over posterior draws) shows it last, after
+    `interval_label` (:func:`interval_label` names the quantiles).
+
+    >>> rows = [{"observation": "registry", "status": "admitted", "value": 3.9, "penalty": 0.25, "net": 3.65,
+    ...          "interval": [2.1, 3.9]}]
+    >>> print(format_table(rows, interval_label="net [q05, q95]"))
+      registry  EVSI  3.900  cost  0.250  net  3.650  net [q05, q95] [2.100, 3.900]
+    """
     if not candidates:
         return indent + "(no candidate table: recorded without asking the policy)"
     width = max(len(c["observation"]) for c in candidates)
@@ -63,6 +79,9 @@ def format_table(candidates: list, *, value_label: str = "EVSI", indent: str = "
             plan = ""
             if "plan_lo" in c:  # the bounded planner: the interval of the best plan that starts here
                 plan = f"  plan [{num(c['plan_lo'])}, {num(c.get('plan_up'))}]"
+            if "interval" in c:  # conservative planning: the net value over posterior draws
+                lo, hi = c["interval"]
+                plan += f"  {interval_label} [{num(lo)}, {num(hi)}]"
             lines.append(f"{indent}{name}  {q}{value_label} {num(c['value']):>6}  cost {num(c['penalty']):>6}"
                          f"  net {num(c['net']):>6}{plan}")
     return "\n".join(lines)
@@ -92,6 +111,75 @@ def planning_text(info: dict) -> str | None:
     return f"planning: optimum in [{num(lo)}, {num(up)}], gap {num(info['gap'])}: stopped because {why} ({work})"
 
 
+def _quantile_names(info: dict) -> tuple:
+    names = info.get("interval_label")
+    if isinstance(names, list) and len(names) == 2 and all(isinstance(n, str) for n in names):
+        return tuple(names)
+    return ("lower", "upper")
+
+
+def interval_label(info: dict) -> str:
+    """The label of the interval column for a decision's `info` (``net [q05, q95]``).
+
+    Under a bounded base the values over draws come from a depth-limited
+    search, not the one-step net of the table's net column: the label says the depth.
+
+    >>> interval_label({"interval_label": ["q05", "q95"], "base": "one-step", "value_depth": 1})
+    'net [q05, q95]'
+    >>> interval_label({"interval_label": ["q05", "q95"], "base": "bounded", "value_depth": 2})
+    'depth-2 net [q05, q95]'
+    """
+    lo, hi = _quantile_names(info)
+    label = f"net [{lo}, {hi}]"
+    base = info.get("base")
+    if isinstance(base, str) and base.startswith("bounded"):
+        label = f"depth-{info.get('value_depth')} {label}"
+    return label
+
+
+def conservative_text(info: dict) -> str | None:
+    """One line on conservative planning's rule at a decision (None for other policies).
+
+    >>> conservative_text({"base": "one-step", "base_choice": "registry", "choice": None, "overruled": True,
+    ...                    "interval_label": ["q05", "q95"], "draws": 64, "draws_used": 63, "dropped_draws": 1,
+    ...                    "value_depth": 1})
+    "conservative: overruled one-step's choice registry: no net's q05 over 63 posterior draws is above 0 (1 dropped, depth 1); stop"
+    """
+    if "base_choice" not in info or "overruled" not in info:
+        return None
+    base, choice, pick = info.get("base"), info["base_choice"], info.get("choice")
+    q = _quantile_names(info)[0]
+    over = f"over {info.get('draws_used')} posterior draws"
+    how = f"({info.get('dropped_draws')} dropped, depth {info.get('value_depth')})"
+    if choice is None:
+        return f"conservative: {base} stops, and so does the conservative rule"
+    if not info["overruled"]:
+        return f"conservative: kept {base}'s choice {choice}: its net's {q} {over} is above 0 {how}"
+    if pick is None:
+        return f"conservative: overruled {base}'s choice {choice}: no net's {q} {over} is above 0 {how}; stop"
+    return (f"conservative: overruled {base}'s choice {choice}: its net's {q} {over} is not above 0, "
+            f"{pick}'s is {how}")
+
+
+def policy_lines(info: dict) -> list:
+    """The lines under a candidate table that describe the policy's decision."""
+    out = []
+    if "target" in info:
+        out.append(f"  working toward {info['target']}")
+    if "plan_text" in info:
+        out.append("  plan: " + info["plan_text"])
+    if planning_text(info):
+        out.append("  " + planning_text(info))
+    if conservative_text(info):
+        base = info.get("base_info") or {}
+        if "plan_text" in base:
+            out.append("  base plan: " + base["plan_text"])
+        if planning_text(base):
+            out.append("  base " + planning_text(base))
+        out.append("  " + conservative_text(info))
+    return out
+
+
 def format_trace(receipt: dict) -> str:
     """The readable trace of a receipt (what ``planner run`` prints)."""
     spec = receipt["policy"]["spec"]
@@ -108,14 +196,10 @@ def format_trace(receipt: dict) -> str:
         out.append("")
         out.append(f"step {entry['step']}  belief: {belief_text(b['belief'])}")
         out.append(f"  current decision: {b['action'].upper()}  expected loss {num(b['expected_loss'])}")
-        out.append(format_table(entry["candidates"], value_label=label, indent="    "))
         info = entry.get("policy_info") or {}
-        if "target" in info:
-            out.append(f"  working toward {info['target']}")
-        if "plan_text" in info:
-            out.append("  plan: " + info["plan_text"])
-        if planning_text(info):
-            out.append("  " + planning_text(info))
+        out.append(format_table(entry["candidates"], value_label=label, indent="    ",
+                                interval_label=interval_label(info)))
+        out.extend(policy_lines(info))
         note = "" if entry["chosen"] in (None, entry["acquired"]) else f" (policy chose {entry['chosen']})"
         out.append(f"  -> acquire {entry['acquired']}{note}: observed {entry['outcome']}")
         a = entry["after"]
@@ -128,11 +212,10 @@ def format_trace(receipt: dict) -> str:
         out.append(f"stop: {final['action'].upper()}  expected loss {num(final['expected_loss'])}"
                    f"  reason {final['stop_reason']}"
                    + (f" ({final['budget_dimension']})" if final.get("budget_dimension") else ""))
-        out.append(format_table(final["candidates"], value_label=label, indent="    "))
-        if "plan_text" in (final.get("policy_info") or {}):
-            out.append("  plan: " + final["policy_info"]["plan_text"])
-        if planning_text(final.get("policy_info") or {}):
-            out.append("  " + planning_text(final["policy_info"]))
+        info = final.get("policy_info") or {}
+        out.append(format_table(final["candidates"], value_label=label, indent="    ",
+                                interval_label=interval_label(info)))
+        out.extend(line for line in policy_lines(info) if not line.startswith("  working toward"))
         for c in final["contradictions"]:
             claims = "; ".join(f"{v} by {', '.join(s)}" for v, s in c["claims"].items())
             out.append(f"  contradiction: {c['proposition']}: {claims}")

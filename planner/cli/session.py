@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
+
+import numpy as np
 
 from planner.atomic import write_text
 from planner.cli.common import (
@@ -16,13 +19,14 @@ from planner.cli.common import (
     warn_unknown_caller,
     write_picture,
 )
-from planner.cli.format import belief_text, format_table, format_trace, num, planning_text, value_label
+from planner.cli.format import (belief_text, format_table, format_trace, interval_label, num, planning_text,
+                                 policy_lines, value_label)
 from planner.domain import load_domain
 from planner.errors import PlannerError, WorldError
 from planner.export import acquisition_tree, plan_graph
 from planner.receipt import _jsonable  # the receipts' own conversion of policy info (numpy, non-finite)
 from planner.session import Session, Stop
-from planner.simulate import simulate
+from planner.simulate import hidden_state, simulate
 
 __all__ = ["register", "explain_json"]
 
@@ -35,11 +39,27 @@ def _session(args):
     return domain, session
 
 
+def _logged(session, world, args) -> Session:
+    """`session` again, logged into ``--log``, once the world is known to fit: a typo leaves no session in the log."""
+    context = parse_pairs(args.context, "--context") if args.context else None
+    if world is not None:
+        rng = np.random.default_rng(args.seed) if args.seed is not None else None
+        try:  # the check simulate makes first, with a generator of its own
+            hidden_state(session.compiled, world, rng)
+        except WorldError as e:
+            raise PlannerError(f"--world {e}") from None
+    return Session(session.compiled, session.policy, caller=session.caller, log=args.log, context=context)
+
+
 def cmd_run(args) -> int:
     domain, session = _session(args)
     world = parse_pairs(args.world, "--world") if args.world else None
     if world is None and args.seed is None:
         raise PlannerError("give the hidden world (--world prop=value ...) or --seed N to sample it")
+    if args.context and not args.log:
+        raise PlannerError("--context needs --log PATH (the context is kept in the outcome log)")
+    if args.log:
+        session = _logged(session, world, args)
     try:
         _, shown = simulate(session, world, args.seed)
     except WorldError as e:
@@ -52,6 +72,8 @@ def cmd_run(args) -> int:
     if args.receipt:
         # Atomic: a full disk or a missing folder is one line, and never a half-written receipt.
         write_text(args.receipt, json.dumps(receipt, indent=2))
+    if args.log:  # on stderr under --json, so that stdout stays one JSON document
+        print(f"logged as session {session.log_id} in {args.log}", file=sys.stderr if args.json else sys.stdout)
     return 0
 
 
@@ -116,14 +138,11 @@ def cmd_explain(args) -> int:
     print(f"domain {domain.name}  purpose {session.admission.purpose}  policy {session.policy.spec}")
     print(f"belief: {belief_text(c.marginals(node.belief))}")
     print(f"current decision: {c.action_names[node.action].upper()}  expected loss {num(node.risk)}")
-    print(format_table([x.to_json() for x in step.candidates], value_label=value_label(session.policy.spec)))
     info = step.info or {}
-    if "target" in info:
-        print(f"working toward {info['target']}")
-    if "plan_text" in info:
-        print("plan: " + info["plan_text"])
-    if planning_text(info):
-        print(planning_text(info))
+    print(format_table([x.to_json() for x in step.candidates], value_label=value_label(session.policy.spec),
+                       interval_label=interval_label(info)))
+    for line in policy_lines(info):
+        print(line[2:])  # the trace indents these under its step; explain prints one table
     if isinstance(step, Stop):
         print(f"-> stop: {step.action.upper()}  reason {step.reason}"
               + (f" ({step.dimension})" if step.dimension else ""))
@@ -151,6 +170,11 @@ def register(sub) -> None:
                    help="sample what --world leaves open, and draw outcomes, with this seed")
     p.add_argument("--json", action="store_true", help="print the receipt (JSON) instead of the trace")
     p.add_argument("--receipt", metavar="FILE", action=Once, help="also write the receipt to FILE")
+    p.add_argument("--log", metavar="PATH", action=Once,
+                   help="also log the session into the outcome log PATH (an SQLite file, created when missing; "
+                        "see planner log)")
+    p.add_argument("--context", action="append", default=[], metavar="KEY=VALUE",
+                   help="caller context kept with the logged session (repeatable; needs --log)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("explain", help="print the root candidate table and the first choice (or its plan)")

@@ -61,6 +61,9 @@ class Policy:
         A multi-step lookahead (the study's depth group).
     value_label : str
         The heading of the candidate table's value column.
+    wraps : bool
+        The spec's argument is another policy's spec (``conservative:lookahead:2``):
+        :meth:`from_arg` is then called with ``parse=`` the spec parser, to build it.
     """
 
     name: str = "?"
@@ -71,6 +74,7 @@ class Policy:
     adaptive: bool = False
     depth_group: bool = False
     value_label: str = "EVSI"
+    wraps: bool = False
 
     @property
     def spec(self) -> str:
@@ -81,6 +85,8 @@ class Policy:
         """Build the policy from the text after ``name:`` (None when the spec has none).
 
         Raise :class:`~planner.errors.PolicyError` naming `spec` on a bad argument.
+        A policy that :attr:`wraps` another also receives ``parse`` (the spec
+        parser, :func:`planner.policies.parse_policy`) as a keyword.
         """
         return cls()
 

@@ -13,6 +13,7 @@ from planner.policies.base import Policy
 from planner.policies.baselines import NoRetrieval, StaticTopK
 from planner.policies.bounded import Bounded
 from planner.policies.confidence import ConfidenceGate
+from planner.policies.conservative import Conservative
 from planner.policies.dependency import DependencyRule
 from planner.policies.lookahead import Lookahead
 from planner.policies.onestep import OneStepEVSI
@@ -30,6 +31,7 @@ POLICIES = (
     DependencyRule,
     Lookahead,
     Bounded,
+    Conservative,
     PostFilteredTopK,
 )
 
@@ -77,6 +79,8 @@ def parse_policy(spec: str) -> Policy:
         raise PolicyError(f"a policy spec is a string, got {type(spec).__name__}")
     cls = policy_class(spec)
     _, sep, arg = spec.partition(":")
+    if cls.wraps:  # the argument is the wrapped policy's spec
+        return cls.from_arg(arg if sep else None, spec, parse=parse_policy)
     if cls.arg is None:
         if sep:
             raise PolicyError(f"policy '{spec}': takes no argument after ':'")

@@ -1,0 +1,103 @@
+"""``planner log resolve`` and ``planner log show``: the outcome log after the fact.
+
+Sessions get into a log with ``planner run ... --log PATH`` (or
+``Session(..., log=PATH)``); the truth learned later is added with
+``planner log resolve``. Both commands read an existing log only: a missing
+file, a file that is not an outcome log, an unknown session, proposition or
+value is one line ``planner: error: ...``, exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import attrs
+
+from planner.cli.common import Once, parse_time
+from planner.errors import PlannerError, one_line
+from planner.store import open_log
+
+__all__ = ["register", "session_line", "summary_line"]
+
+
+def _printable(text: str) -> str:
+    """`text` with control characters escaped (a log may be written by anyone), never cut."""
+    return one_line(text, limit=sys.maxsize)
+
+
+def _pairs(mapping: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in mapping.items())
+
+
+def session_line(s) -> str:
+    """One line for a :class:`~planner.store.LoggedSession`: id, domain, policy, acquisitions, stop, resolution.
+
+    >>> from planner.store import LoggedAcquisition, LoggedSession
+    >>> a = LoggedAcquisition(index=0, observation="approval_registry", outcome="pending", unplanned=False,
+    ...                       cost={}, note=None)
+    >>> s = LoggedSession(id=3, uuid="u", domain="payment_release", content_hash="h", world={}, policy="bounded",
+    ...                   context={}, calibration=None, started="t", acquisitions=(a,), action="hold",
+    ...                   reason="no_positive_value", expected_loss=1.085, receipt={}, resolution={}, complete=True)
+    >>> session_line(s)
+    'session 3  payment_release  bounded  approval_registry=pending  -> hold (no_positive_value)  unresolved'
+    """
+    acquired = ", ".join(f"{a.observation}={a.outcome}" for a in s.acquisitions) or "(no acquisitions)"
+    stop = f"-> {s.action} ({s.reason})" if s.complete else "incomplete"
+    resolution = f"resolved {_pairs(s.resolution)}" if s.resolution else "unresolved"
+    return _printable(f"session {s.id}  {s.domain}  {s.policy}  {acquired}  {stop}  {resolution}")
+
+
+def summary_line(sessions) -> str:
+    """``N sessions, K complete, R resolved`` (resolved: at least one proposition has its truth logged)."""
+    n = len(sessions)
+    complete = sum(s.complete for s in sessions)
+    resolved = sum(bool(s.resolution) for s in sessions)
+    return f"{n} session{'' if n == 1 else 's'}, {complete} complete, {resolved} resolved"
+
+
+def cmd_show(args) -> int:
+    with open_log(args.path, create=False) as log:
+        sessions = log.sessions(args.domain)
+    if args.json:
+        print(json.dumps({"log": str(args.path),
+                          "sessions": [attrs.asdict(s) for s in sessions],
+                          "summary": {"sessions": len(sessions), "complete": sum(s.complete for s in sessions),
+                                      "resolved": sum(bool(s.resolution) for s in sessions)}}, indent=2))
+        return 0
+    for s in sessions:
+        print(session_line(s))
+    print(summary_line(sessions))
+    return 0
+
+
+def cmd_resolve(args) -> int:
+    truth = {}
+    for item in args.truth:
+        prop, sep, value = item.partition("=")
+        if not sep or not prop or not value:
+            raise PlannerError(f"{one_line(item, 60)}: expected PROP=VALUE")
+        truth[prop] = value
+    parse_time(args.at, "--at")  # the option's own message; the log normalises the time
+    with open_log(args.path, create=False) as log:
+        log.resolve(args.session, truth, at=args.at)
+    print(_printable(f"session {args.session} resolved: {_pairs(truth)}"))
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``planner log resolve`` and ``planner log show``."""
+    p = sub.add_parser("log", help="the outcome log: record the truth of logged sessions, show what is logged")
+    sub = p.add_subparsers(dest="log_command", required=True, parser_class=type(p))
+    r = sub.add_parser("resolve", help="record the truth of a logged session (PROP=VALUE ...)")
+    r.add_argument("path", metavar="PATH", help="the outcome log (an SQLite file written by planner run --log)")
+    r.add_argument("session", metavar="SESSION", type=int, help="the session's id in the log")
+    r.add_argument("truth", metavar="PROP=VALUE", nargs="+", help="the true value of a proposition (repeatable)")
+    r.add_argument("--at", metavar="TIME", action=Once,
+                   help="ISO 8601 time at which the truth held (default: now)")
+    r.set_defaults(func=cmd_resolve)
+    s = sub.add_parser("show", help="one line per logged session, and a summary line")
+    s.add_argument("path", metavar="PATH", help="the outcome log")
+    s.add_argument("--domain", metavar="NAME", action=Once, help="only the sessions of this domain")
+    s.add_argument("--json", action="store_true", help="every field of every session (receipts included) as JSON")
+    s.set_defaults(func=cmd_show)
