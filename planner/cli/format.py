@@ -150,7 +150,9 @@ def conservative_text(info: dict) -> str | None:
     base, choice, pick = info.get("base"), info["base_choice"], info.get("choice")
     q = _quantile_names(info)[0]
     over = f"over {info.get('draws_used')} posterior draws"
-    how = f"({info.get('dropped_draws')} dropped, depth {info.get('value_depth')})"
+    valued = (f"{choice} valued by {base}'s plan, the others at depth {info.get('value_depth')}"
+              if info.get("valued_by_plan") else f"depth {info.get('value_depth')}")
+    how = f"({info.get('dropped_draws')} dropped, {valued})"
     if choice is None:
         return f"conservative: {base} stops, and so does the conservative rule"
     if not info["overruled"]:
