@@ -150,6 +150,10 @@ def simulate_log(truth, log, *, sessions: int, policy, resolve: float = 1.0, res
         raise PlannerError(f"{t.domain.name} gives {t.obs_names[o]} outcome '{t.outcome_names[o][y]}' a positive "
                            f"probability in {where}, where the model rules it out (a session on the model could "
                            "not record it)")
+    if sessions > 0:
+        # A policy that cannot decide on the model (conservative on an uncalibrated domain, a search
+        # past its cap) fails here, before anything is logged, not in the first logged session.
+        Session(m, policy, caller=caller).next()
     rng = np.random.default_rng(seed)
     ids, resolved, actions = [], 0, {}
     for _ in range(sessions):

@@ -32,9 +32,16 @@ def cmd_simulate_log(args) -> int:
     rate = _rate(args.resolve)
     if args.sessions < 0:
         raise PlannerError(f"--sessions {args.sessions}: must be 0 or more")
+    from planner.session import Session
     from planner.simulate import simulate_log
 
     compile_note()
+    # Everything that can be refused is refused before the log file is touched.
+    if model is not None:
+        from planner.compile import compile_domain, same_structure
+
+        same_structure(compile_domain(model), compile_domain(truth))
+    Session(model or truth, policy, caller=caller_from_args(args)).next()
     with open_log(args.log) as log, progress_bar(args.sessions, desc="simulate", unit="session",
                                                  enabled=not args.no_progress) as bar:
         out = simulate_log(truth, log, sessions=args.sessions, policy=policy, resolve=rate,

@@ -317,6 +317,8 @@ def test_cli_simulate_calibrate_evaluate(tmp_path):
      "planner: error: the true domain payment_release differs from the model kyc_chain in its propositions, "
      "not only in its likelihoods"),
     (("run", "payment_release", "--policy", "conservative", "--world", "approval=pending"), "calibrat"),
+    (("simulate-log", "payment_release", "--log", "x.db", "--sessions", "2", "--policy", "conservative"),
+     "planner: error: payment_release: conservative planning needs a calibrated domain"),
 ])
 def test_cli_bad_input_is_one_line_exit_2(tmp_path, args, message):
     r = _planner(*args, cwd=tmp_path)
@@ -324,3 +326,4 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, args, message):
     assert "Traceback" not in r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("planner: error: ") and message in lines[0]
+    assert not (tmp_path / "x.db").exists()  # a refused simulation leaves no log behind
