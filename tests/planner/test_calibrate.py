@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -287,7 +288,10 @@ def test_calibration_covers_the_truth_and_lowers_the_loss_under_it(tmp_path, pay
 
 
 def _planner(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, text=True, cwd=cwd)
+    # This checkout's planner, whatever the current folder (and whatever else is installed).
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-m", "planner.cli", *args], capture_output=True, text=True, cwd=cwd,
+                          env=env)
 
 
 def test_cli_simulate_calibrate_evaluate(tmp_path):
