@@ -331,3 +331,34 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, args, message):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("planner: error: ") and message in lines[0]
     assert not (tmp_path / "x.db").exists()  # a refused simulation leaves no log behind
+
+
+def test_two_simulate_log_processes_share_one_log(tmp_path):
+    """Two `planner simulate-log` processes, 500 sessions each, into one file at once: 1,000 sessions, none lost."""
+    shared = tmp_path / "shared.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+    def start(seed, path):
+        return subprocess.Popen([sys.executable, "-m", "planner.cli", "simulate-log", str(TRUTH), "--plan-on",
+                                 "payment_release", "--log", str(path), "--sessions", "500", "--policy", "top-k:2",
+                                 "--resolve", "0.5", "--seed", str(seed), "--no-progress"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+    procs = [start(seed, shared) for seed in (1, 2)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+    with open_log(shared) as log:
+        rows = log.sessions()
+    assert len(rows) == 1000 and len({r.id for r in rows}) == 1000 and all(r.complete for r in rows)
+    # Each process's sessions, in its own order, are exactly what it logs alone.
+    for seed in (1, 2):
+        alone = tmp_path / f"alone{seed}.db"
+        p = start(seed, alone)
+        p.communicate(timeout=300)
+        with open_log(alone) as log:
+            want = [(tuple((a.observation, a.outcome) for a in s.acquisitions), s.action, s.resolution)
+                    for s in log.sessions()]
+        got = [(tuple((a.observation, a.outcome) for a in s.acquisitions), s.action, s.resolution)
+               for s in rows if s.context.get("simulated", {}).get("seed") == seed]
+        assert got == want
