@@ -538,6 +538,7 @@ def calibrated_data(result: CalibrationResult, *, date: str | None = None, log_s
             entry["rows"].append({
                 "counts": {y: _rounded(result.counts[o][ci, k]) for k, y in enumerate(outs)},
                 "alpha": {y: _num(result.alpha[o][ci, k]) for k, y in enumerate(outs)},
+                "mean": {y: _num(rows[ci, k]) for k, y in enumerate(outs)},
                 "interval": {y: [_rounded(result.interval[o][ci, k, 0]), _rounded(result.interval[o][ci, k, 1])]
                              for k, y in enumerate(outs)},
                 "declared": {y: _num(result.declared[o][ci, k]) for k, y in enumerate(outs)},

@@ -1125,7 +1125,7 @@ def _calibration(raw: dict, observations) -> Calibration:
         rows = []
         for i, (row, case) in enumerate(zip(spec["rows"], cases)):
             rpath = opath + ["rows", i]
-            for part in ("counts", "alpha", "interval", "declared"):
+            for part in ("counts", "alpha", "mean", "interval", "declared"):
                 for y in row.get(part, {}):
                     if y not in o.outcomes:
                         raise DomainError(rpath + [part, y], f"unknown outcome '{y}' (outcomes: {', '.join(o.outcomes)})")
@@ -1141,6 +1141,10 @@ def _calibration(raw: dict, observations) -> Calibration:
                                       f"row {i + 1} ({where}) gives {y} {_fmt(declared.get(y, 0.0))}, but its "
                                       f"posterior mean is {_fmt(a / total)} ({format_path(rpath + ['alpha'])}): "
                                       "calibrate again, or remove the calibration block")
+            for y, m in (row.get("mean") or {}).items():
+                if abs(m - dict(alpha)[y] / total) > CALIBRATION_TOL:
+                    raise DomainError(rpath + ["mean", y], f"{_fmt(m)} is not alpha / sum(alpha) = "
+                                                           f"{_fmt(dict(alpha)[y] / total)}")
             for y, (lo, hi) in row["interval"].items():
                 if lo > hi:
                     raise DomainError(rpath + ["interval", y], f"lower {_fmt(lo)} is above upper {_fmt(hi)}")

@@ -190,6 +190,16 @@ def test_a_hand_edited_calibration_is_refused(calibrated):
                                           r"likelihood of 2 cases$"):
         planner.Domain.from_dict(_edited(calibrated, rows))
 
+    def mean(d):
+        d["calibration"]["observations"]["approval_registry"]["rows"][0]["mean"]["approved"] = 0.5
+        from planner.loader import calibration_id
+
+        d["calibration"]["id"] = calibration_id(d["calibration"])
+
+    with pytest.raises(DomainError, match=r"^calibration\.observations\.approval_registry\.rows\[0\]\.mean\.approved: "
+                                          r"0\.5 is not alpha / sum\(alpha\) = 0\.9"):
+        planner.Domain.from_dict(_edited(calibrated, mean))
+
 
 def test_receipts_name_the_calibration_and_replay(calibrated, payment):
     d = planner.Domain.from_dict(calibrated)
