@@ -11,9 +11,11 @@ from __future__ import annotations
 from planner.errors import PolicyError
 from planner.policies.base import Policy
 from planner.policies.baselines import NoRetrieval, StaticTopK
+from planner.policies.blinkered import Blinkered
 from planner.policies.bounded import Bounded
 from planner.policies.confidence import ConfidenceGate
 from planner.policies.conservative import Conservative
+from planner.policies.decision_region import DecisionRegion
 from planner.policies.dependency import DependencyRule
 from planner.policies.lookahead import Lookahead
 from planner.policies.onestep import OneStepEVSI
@@ -33,6 +35,8 @@ POLICIES = (
     Bounded,
     Conservative,
     PostFilteredTopK,
+    Blinkered,
+    DecisionRegion,
 )
 
 #: The spec a session uses when none is given.
