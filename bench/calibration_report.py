@@ -84,6 +84,20 @@ def summary(rows) -> dict:
     return out
 
 
+def _by_n(loss, ns, pols, field) -> list:
+    """Rows N x (model, policy): the mean of `field` over cases, its 90% interval over seeds."""
+    shown = [("declared", p) for p in pols if not p.startswith("conservative")] + [("em", p) for p in pols]
+    out = ["| N | " + " | ".join(f"{m} {p}" for m, p in shown) + " |", "|---|" + "---|" * len(shown)]
+    for n in ns:
+        cells = []
+        for method, p in shown:
+            g = [r for r in loss if r["n"] == n and r["method"] == method and r["policy"] == p]
+            per_seed = [np.mean([r[field] for r in v]) for v in _group(g, "seed").values()]
+            cells.append(_iv(interval(per_seed)))
+        out.append(f"| {n} | " + " | ".join(cells) + " |")
+    return out
+
+
 def write(rows, folder, meta) -> None:
     folder = Path(folder)
     L = []
@@ -172,37 +186,13 @@ def write(rows, folder, meta) -> None:
              "the cost.")
     L.append("")
     pols = list(dict.fromkeys(r["policy"] for r in loss if r["method"] == "em"))
-    L.append("| N | " + " | ".join(f"declared {p}" for p in pols if not p.startswith("conservative"))
-             + " | " + " | ".join(f"em {p}" for p in pols) + " |")
-    L.append("|---|" + "---|" * (len([p for p in pols if not p.startswith("conservative")]) + len(pols)))
-    for n in ns:
-        cells = []
-        for method in ("declared", "em"):
-            for p in pols:
-                if method == "declared" and p.startswith("conservative"):
-                    continue
-                g = [r for r in loss if r["n"] == n and r["method"] == method and r["policy"] == p]
-                per_seed = [np.mean([r["regret"] for r in v]) for v in _group(g, "seed").values()]
-                cells.append(_iv(interval(per_seed)))
-        L.append(f"| {n} | " + " | ".join(cells) + " |")
+    L += _by_n(loss, ns, pols, "regret")
     L.append("")
     L.append("**Does depth amplify likelihood error?** The cost of the model error alone, by depth: the loss "
              "under the truth of a policy planning on the model minus the same policy planning on the truth "
              "(conservative rows: against their base on the truth). Mean over cases [90% interval over seeds].")
     L.append("")
-    L.append("| N | " + " | ".join(f"declared {p}" for p in pols if not p.startswith("conservative"))
-             + " | " + " | ".join(f"em {p}" for p in pols) + " |")
-    L.append("|---|" + "---|" * (len([p for p in pols if not p.startswith("conservative")]) + len(pols)))
-    for n in ns:
-        cells = []
-        for method in ("declared", "em"):
-            for p in pols:
-                if method == "declared" and p.startswith("conservative"):
-                    continue
-                g = [r for r in loss if r["n"] == n and r["method"] == method and r["policy"] == p]
-                per_seed = [np.mean([r["error_cost"] for r in v]) for v in _group(g, "seed").values()]
-                cells.append(_iv(interval(per_seed)))
-        L.append(f"| {n} | " + " | ".join(cells) + " |")
+    L += _by_n(loss, ns, pols, "error_cost")
     L.append("")
     L.append("Per case (mean regret over seeds; N = 1000 and N = 20):")
     L.append("")
