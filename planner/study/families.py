@@ -420,12 +420,21 @@ def _lineage_copies(b: _Builder) -> None:
         for c_i in range(n_copies):
             copies.append(chosen[c_i % len(chosen)])
     for c_i, orig in enumerate(copies):
-        b.obs[orig] = dict(b.obs[orig], lineage="rec_" + orig)
-        spec = dict(b.obs[orig])
-        spec.pop("failure_rate", None)
-        spec["cost"] = {d: (_r(v * rng.uniform(1.05, 1.6), 3) if d != "calls" else v) for d, v in spec["cost"].items()}
-        spec["relevance"] = _r(spec["relevance"] - 0.01 * (c_i + 1), 3)
-        b.add(f"{orig}_copy{c_i + 1}", spec)
+        add_lineage_copy(b, orig, c_i, rng)
+
+
+def add_lineage_copy(b, orig: str, c_i: int, rng) -> None:
+    """Copy number ``c_i + 1`` of source `orig`: the same record (lineage ``rec_<orig>``), dearer, a little less relevant.
+
+    `b` is a builder with ``obs`` (name -> spec) and ``add(name, spec)``; the
+    wide families (:mod:`planner.study.families2`) use it too.
+    """
+    b.obs[orig] = dict(b.obs[orig], lineage="rec_" + orig)
+    spec = dict(b.obs[orig])
+    spec.pop("failure_rate", None)
+    spec["cost"] = {d: (_r(v * rng.uniform(1.05, 1.6), 3) if d != "calls" else v) for d, v in spec["cost"].items()}
+    spec["relevance"] = _r(spec["relevance"] - 0.01 * (c_i + 1), 3)
+    b.add(f"{orig}_copy{c_i + 1}", spec)
 
 
 def _distractors(b: _Builder, reg_acc: float, n_aux: int) -> None:

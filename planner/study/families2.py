@@ -99,6 +99,7 @@ from planner.study.families import (
     _binary,
     _loguniform,
     _r,
+    add_lineage_copy,
     stable_seed,
 )
 
@@ -315,13 +316,7 @@ def _copies(b: _Wide) -> None:
     order = list(rng.permutation(len(originals)))
     chosen = [originals[j] for j in order[:3]]
     for c_i in range(n):
-        orig = chosen[c_i % len(chosen)]
-        b.obs[orig] = dict(b.obs[orig], lineage="rec_" + orig)
-        spec = dict(b.obs[orig])
-        spec.pop("failure_rate", None)
-        spec["cost"] = {d: (_r(v * rng.uniform(1.05, 1.6), 3) if d != "calls" else v) for d, v in spec["cost"].items()}
-        spec["relevance"] = _r(spec["relevance"] - 0.01 * (c_i + 1), 3)
-        b.add(f"{orig}_copy{c_i + 1}", spec)
+        add_lineage_copy(b, chosen[c_i % len(chosen)], c_i, rng)
 
 
 def _padding(b: _Wide, target: int, n_aux: int) -> None:
