@@ -46,6 +46,22 @@ from strategies import distribution, domain_dicts
 # the independent recomputation
 
 
+def kept_draws(node, draws, seed):
+    """Yield ``(belief float64[S], lik float64[O, Y, S])`` per draw the node's history keeps.
+
+    The draw's belief is its prior times the likelihoods of the pairs seen, normalised; a draw under
+    which the pairs have probability 0 is left out.
+    """
+    prior, lik = posterior_draws(node.compiled, draws, seed)
+    taken = [(o, int(y)) for o, y in enumerate(node.outcome_of) if y >= 0]
+    for d in range(draws):
+        b = prior[d].copy()
+        for o, y in taken:
+            b = b * lik[d, o, y]
+        if b.sum() > 0:
+            yield b / b.sum(), lik[d]
+
+
 def reference_nets(node, depth, draws, seed):
     """``float64[k, O]``: net value of each eligible observation under each kept draw, by the pure-Python search.
 
@@ -53,17 +69,10 @@ def reference_nets(node, depth, draws, seed):
     which the pairs have probability 0 is left out.
     """
     c = node.compiled
-    prior, lik = posterior_draws(c, draws, seed)
-    taken = [(o, int(y)) for o, y in enumerate(node.outcome_of) if y >= 0]
     out = []
-    for d in range(draws):
-        b = prior[d].copy()
-        for o, y in taken:
-            b = b * lik[d, o, y]
-        if b.sum() <= 0:
-            continue
-        res = reference.expectimax(b / b.sum(), node.outcome_of, node.spent, node.eligible, node.admission.admitted,
-                                   depth, lik[d], c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty)
+    for b, lik_d in kept_draws(node, draws, seed):
+        res = reference.expectimax(b, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
+                                   depth, lik_d, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty)
         net = np.where(node.eligible, res.risk - (c.penalty + res.expected), np.nan)
         out.append(net)
     return np.array(out).reshape(len(out), len(c.obs_names))
@@ -76,8 +85,6 @@ def reference_plan_nets(node, plan, draws, seed):
     keeps the depth-limited value).
     """
     c = node.compiled
-    prior, lik = posterior_draws(c, draws, seed)
-    taken = [(o, int(y)) for o, y in enumerate(node.outcome_of) if y >= 0]
 
     def cost(p, mass):  # mass: unnormalised belief; returns the expected loss in its units
         if "elided" in p:
@@ -95,14 +102,7 @@ def reference_plan_nets(node, plan, draws, seed):
         return total
 
     out = []
-    for d in range(draws):
-        b = prior[d].copy()
-        for o, y in taken:
-            b = b * lik[d, o, y]
-        if b.sum() <= 0:
-            continue
-        b = b / b.sum()
-        lik_d = lik[d]
+    for b, lik_d in kept_draws(node, draws, seed):
         stop = min(b @ c.loss[a] for a in range(len(c.action_names)) if node.permitted[a])
         try:
             out.append(stop - cost(plan, b))
