@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as _dt
-import math
 import os
 import platform
 import sys
@@ -53,6 +52,7 @@ from planner.compile import compile_domain  # noqa: E402
 from planner.evaluate import expected_loss_under  # noqa: E402
 from planner.simulate import simulate_log  # noqa: E402
 from planner.store import open_log  # noqa: E402
+from planner.study.distort import miscalibrated as wrong  # noqa: E402
 from planner.study.families import STUDY_PURPOSE, SUBJECT_ENTITLEMENTS, family_domain  # noqa: E402
 
 TRUE_PAYMENT = ROOT / "domains" / "truth" / "payment_release.yaml"
@@ -63,41 +63,6 @@ SEEDS = 5
 POLICIES = ("one-step", "lookahead:2", "lookahead:3", "bounded")
 CONSERVATIVE = ("one-step", "bounded")
 HISTORICAL = "top-k:3"
-OVER, UNDER = 2.0, 0.5
-
-
-# --------------------------------------------------------------------------
-# the deliberately wrong declared domain
-
-
-def _scale(dist: dict, factor: float) -> dict:
-    """A distribution with its log-odds scaled by `factor` (zeros stay zero)."""
-    keys = [k for k, p in dist.items() if p > 0]
-    logp = np.array([math.log(dist[k]) for k in keys]) * factor
-    q = np.exp(logp - logp.max())
-    q /= q.sum()
-    out = {k: 0.0 for k in dist}
-    out.update({k: float(v) for k, v in zip(keys, q)})
-    return out
-
-
-def _distort(lik: dict, factor: float) -> dict:
-    if "cases" in lik:
-        return {"cases": [{**c, "p": _scale(c["p"], factor)} for c in lik["cases"]]}
-    if all(not isinstance(v, dict) for v in lik.values()):
-        return _scale(lik, factor)
-    return {v: _scale(d, factor) for v, d in lik.items()}
-
-
-def wrong(data: dict) -> dict:
-    """The declared domain: `data` with every likelihood row's log-odds scaled (OVER for establishing sources)."""
-    out = dict(data)
-    out.pop("checks", None)
-    out["observations"] = {}
-    for name, spec in data["observations"].items():
-        factor = OVER if spec["role"] in ("establish", "supersede") else UNDER
-        out["observations"][name] = {**spec, "likelihood": _distort(spec["likelihood"], factor)}
-    return out
 
 
 def cases(quick: bool):

@@ -47,12 +47,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import planner  # noqa: E402
-from calibration import _distort, _simulate, wrong  # noqa: E402
+from calibration import _simulate, wrong  # noqa: E402
 from planner.calibrate import PRIOR_STRENGTH, CalibrationError, calibrate, calibrated_data  # noqa: E402
 from planner.caller import Caller  # noqa: E402
 from planner.compile import compile_domain  # noqa: E402
 from planner.evaluate import evaluate_policy, expected_loss_under  # noqa: E402
 from planner.study.families import STUDY_PURPOSE, SUBJECT_ENTITLEMENTS, family_domain  # noqa: E402
+from planner.study.distort import scaled  # noqa: E402
 from planner.study.families2 import wide_domain  # noqa: E402
 from planner.study.stats import cluster_bootstrap, holm, wilcoxon_signed_rank  # noqa: E402
 
@@ -70,14 +71,6 @@ EQ = 1e-9  # differences below this count as ties (exact float noise)
 
 def _caller():
     return Caller(entitlements=list(SUBJECT_ENTITLEMENTS), purpose=STUDY_PURPOSE)
-
-
-def scaled(data: dict, lam: float) -> dict:
-    """`data` with every likelihood row's log-odds multiplied by `lam` (all sources alike)."""
-    out = {k: v for k, v in data.items() if k != "checks"}
-    out["observations"] = {name: {**spec, "likelihood": _distort(spec["likelihood"], lam)}
-                           for name, spec in data["observations"].items()}
-    return out
 
 
 def _truth(kind: str, a: int, b: int) -> tuple[str, str, dict]:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import csv
 import math
-import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -47,8 +46,8 @@ import numpy as np
 MATERIAL = 0.01
 #: Equal within this (certification tolerance and the regret's atol).
 ATOL = 1e-9
-#: Node cap of the second, exhaustive-only attempt at V* on cases the default planner does not certify.
-EXHAUSTIVE_CAP = 3_000_000
+#: Node cap of the second, exhaustive-only attempt at V* (the depth study's own: planner.study.edition2.vstar).
+from planner.study.edition2 import EXHAUSTIVE_CAP  # noqa: E402
 SEEDS = (0, 1, 2, 3, 4)
 
 FIELDS = ["seed", "instance", "n_admitted", "chain_length", "or_steps", "informative_prereq", "misleading",
@@ -62,29 +61,16 @@ def _case(args):
     from planner.caller import Caller
     from planner.domain import Domain
     from planner.evaluate import evaluate_policy
-    from planner.policies.bounded import Bounded
-    from planner.session import Session
+    from planner.study.edition2 import vstar
     from planner.study.families import SUBJECT_ENTITLEMENTS
     from planner.study.families2 import wide_instance
-    from lookahead.search import SearchCapExceeded
 
     caller = Caller(entitlements=SUBJECT_ENTITLEMENTS)
     k, data = wide_instance(seed, instance)
     dom = Domain.from_dict(data)
-    t0 = time.perf_counter()
-    s = Session(dom, Bounded(), caller=caller)
-    step = s.next()
-    lo, up = (float(x) for x in step.info["interval"])
-    certified = bool(step.info["certified"]) and up - lo <= ATOL
-    source = "bounded"
-    if not certified:
-        try:
-            ex = s.node.search(len(s.compiled.obs_names), max_nodes=EXHAUSTIVE_CAP)
-            lo = up = float(ex.value)
-            certified, source = True, f"exhaustive:{EXHAUSTIVE_CAP}"
-        except SearchCapExceeded:
-            source = "interval"
-    t_v = time.perf_counter() - t0
+    v = vstar(dom, caller)
+    lo, up, certified, t_v = v["v_lo"], v["v_up"], v["certified"], v["t_vstar_s"]
+    source = {"exhaustive": f"exhaustive:{EXHAUSTIVE_CAP}"}.get(v["vstar_source"], v["vstar_source"])
     t0 = time.perf_counter()
     j_none = evaluate_policy(dom, "none", caller).expected_total_loss
     j_one = evaluate_policy(dom, "one-step", caller).expected_total_loss

@@ -30,8 +30,8 @@ from planner.study.runner import SweepConfig, build_cases, default_workers, run_
 
 __all__ = ["run_depth_study", "StudyInterrupted", "is_study_output", "DEFAULT_OUT", "DEFAULT_OUT_QUICK"]
 
-DEFAULT_OUT = "bench/results/depth"
-DEFAULT_OUT_QUICK = "bench/results/depth-quick"
+DEFAULT_OUT = "bench/results/depth-edition1"
+DEFAULT_OUT_QUICK = "bench/results/depth-edition1-quick"
 
 #: The files a run writes besides its plots (``*.png``).
 _TABLES = ("depth.csv", "peer.csv", "cases.csv", "report.md")

@@ -22,7 +22,76 @@ took to decide. From those records the policy's tree is walked again
   probability that the prior's decision was right in the true world and the
   policy's final one is wrong, ``harm``, and the reverse, ``fixed``), plus the
   probability that the realised loss plus penalties exceeds the realised loss
-  of deciding on the prior, and the expected excess.
+  of deciding on the prior, and the expected excess;
+- evidence sufficiency, correct escalation and search effort (below).
+
+Evidence sufficiency, escalation and search effort
+--------------------------------------------------
+Probabilities are over outcome paths (a stop leaf weighs its reach
+probability ``tn.prob``) or, for escalation, over (path, true state) pairs
+(weight ``tn.prob * belief[s]``, the leaf's posterior being the conditional
+law of the hidden state given the path). "Established" at a leaf is read by
+the independent audit (:meth:`planner.audit.Audit.status` of the path's
+outcomes): a proposition is established when a current (not stale)
+``establish`` / ``supersede`` record on the path reports a value of it and no
+other current source of the same rank contradicts it; ``inform`` records never
+establish. The session's permission mask is not used for it.
+
+A decision action is *gated* when the domain gives it a ``requires``
+expression (``act`` in the gated wide families, ``release`` in
+payment_release). It is *consequential* when it is not of kind ``escalate``
+and its worst-case loss (over the joint states of positive prior) exceeds,
+by more than 1e-9, the smallest worst-case loss of the actions not of kind
+``escalate``: the decision that can go badly wrong, against the minimax-safe
+fallback (``act``, worst case 10 x asymmetry, against ``hold``, worst case 10,
+in the wide families; ``release`` against ``hold`` in payment_release). The
+propositions an action's loss *depends on* are those whose value changes its
+loss with every other variable held fixed (``target``, and ``identity`` where
+declared, for ``act``).
+
+- ``p_stop_gated``: P(the final action is gated).
+- ``p_sufficient``: P(the final action is gated and its ``requires`` holds
+  on the audit's reading of the path's facts). The hard gate makes it equal
+  ``p_stop_gated``; a difference is a bug in one of the two readings.
+- ``p_act``: P(the final action is consequential).
+- ``p_act_unsupported``: P(the final action is consequential and some
+  proposition its loss depends on is not established): acting on belief
+  alone. 0 where the gate requires every such proposition (gated wide
+  families); the informative case is an ungated ``act``.
+- ``p_sufficient_act``: ``p_act - p_act_unsupported``, the consequential stops
+  with every proposition their loss depends on established;
+  ``sufficiency``: ``p_sufficient_act / p_act`` (NaN when ``p_act`` is 0).
+
+Escalation (NaN when no action is of kind ``escalate``). At a stop leaf, with
+the actions permitted there (the node's mask: what the policy could choose)
+and a true state s, let ``best(s)`` be the lowest true loss ``c.loss[u, s]``
+among permitted u:
+
+- ``p_escalate``: P(the final action is of kind ``escalate``);
+- ``p_correct_escalation``: P(it escalates and its loss in s is within 1e-9
+  of ``best(s)``; ties count as correct);
+- ``p_unneeded_escalation``: P(it escalates and some permitted action has a
+  strictly lower loss in s); with the previous one it sums to ``p_escalate``;
+- ``p_missed_escalation``: P(it does not escalate although a permitted
+  escalate action's loss in s is strictly (1e-9) below every permitted
+  non-escalate action's).
+
+Search effort per decision is what the policy reports as
+``Decision.info["nodes_expanded"]`` (lookahead, bounded; a conservative rule
+reports its base search's, without its own re-valuation under the draws),
+else the number of eligible observations at the node (what a one-step rule
+values; for static rules, none and top-k, the same count, so the columns stay
+comparable though those rules value nothing). It is read from the first of
+`repeats` computations: a memoised search (bounded keeps its graph on the
+compiled domain) may report only what a call added, so a repeat could report
+less. For the same reason a memoised search's count can depend on what was
+planned before on the same compiled domain (in a study, the policies measured
+earlier in the case); it is what the session, run in that order, would spend.
+
+- ``search_nodes_per_episode``: the sum over the policy tree's decision
+  nodes (stops included) of reach probability x nodes;
+- ``search_nodes_p95``: the 95% :func:`weighted_quantile` of nodes per
+  decision, decisions weighted by reach probability (as ``lat_p95_ms``).
 
 Monte Carlo replay (:func:`measure_mc`) draws episodes once per case
 (:func:`draw_episodes`: a hidden joint state and one uniform per observation,
@@ -38,10 +107,12 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NamedTuple
 
 import numpy as np
 
-from planner.errors import SessionError
+from lookahead.layout import NO_EXPR
+from planner.errors import PlannerError, SessionError
 from planner.evaluate import correct_actions, evaluate_policy
 from planner.node import root_node
 from planner.policies.base import Policy
@@ -50,8 +121,12 @@ from planner.simulate import inverse_cdf
 __all__ = [
     "TIMING_COLUMNS",
     "TimedPolicy",
+    "EvaluationTimeLimit",
     "policy_tree",
     "weighted_quantile",
+    "search_nodes",
+    "ActionClasses",
+    "action_classes",
     "measure_exact",
     "draw_episodes",
     "measure_mc",
@@ -64,11 +139,15 @@ _TOL = 1e-9
 
 
 class _Record:
-    """What a policy saw (the node) and chose at one node, and how long it took."""
+    """What a policy saw (the node) and chose at one node, how long it took and how much it searched.
 
-    __slots__ = ("node", "outcome_of", "observe", "belief", "risk", "action", "ns", "v_estimate")
+    `search_nodes` is :func:`search_nodes` of the decision (by default of
+    `decision` itself; :class:`TimedPolicy` passes the first of its repeats').
+    """
 
-    def __init__(self, node, decision, ns):
+    __slots__ = ("node", "outcome_of", "observe", "belief", "risk", "action", "ns", "v_estimate", "search_nodes")
+
+    def __init__(self, node, decision, ns, search=None):
         self.node = node
         self.outcome_of = node.outcome_of
         self.observe = decision.observe
@@ -76,18 +155,39 @@ class _Record:
         self.risk = float(node.risk)
         self.action = int(node.action)
         self.ns = ns
+        self.search_nodes = search_nodes(node, decision if search is None else search)
         # a lookahead's own estimate V_d = min(R, min_o Q_d(o)); nan for other policies
         if "depth" in decision.info:
             qs = [row.extra["q"] for row in decision.candidates if "q" in row.extra]
             self.v_estimate = float(min([node.risk] + qs))
         else:
             self.v_estimate = float("nan")
-        # a lookahead's own estimate V_d = min(R, min_o Q_d(o)); nan for other policies
-        if "depth" in decision.info:
-            qs = [row.extra["q"] for row in decision.candidates if "q" in row.extra]
-            self.v_estimate = float(min([node.risk] + qs))
-        else:
-            self.v_estimate = float("nan")
+
+
+def search_nodes(node, decision) -> int:
+    """The search effort of `decision` at `node`: its ``nodes_expanded``, else the eligible count.
+
+    A wrapping policy that reports its base's search under ``base_info``
+    (the conservative rule) counts that search. Policies that report no
+    search (one-step, dependency, confidence, none, top-k, ...) count the
+    eligible observations at the node: what a one-step rule values there.
+
+    >>> import planner
+    >>> n = planner.Session(planner.load_domain("payment_release")).node
+    >>> search_nodes(n, planner.parse_policy("none").decide(n)), int(n.eligible.sum())
+    (2, 2)
+    """
+    info = decision.info
+    n = info.get("nodes_expanded")
+    if n is None:
+        n = (info.get("base_info") or {}).get("nodes_expanded")
+    if n is None:
+        n = node.eligible.sum()
+    return int(n)
+
+
+class EvaluationTimeLimit(PlannerError):
+    """A policy's decisions in one exact evaluation took longer than the time limit (:class:`TimedPolicy`)."""
 
 
 class TimedPolicy(Policy):
@@ -106,10 +206,12 @@ class TimedPolicy(Policy):
     ('approval_registry', 'one-step', 1)
     """
 
-    def __init__(self, inner: Policy, repeats: int = 1):
+    def __init__(self, inner: Policy, repeats: int = 1, time_limit_s: float | None = None):
         self.inner = inner
         self.repeats = max(1, int(repeats))
         self.records: dict = {}
+        self.time_limit_s = time_limit_s
+        self._spent_ns = 0
 
     @property
     def spec(self) -> str:
@@ -120,12 +222,20 @@ class TimedPolicy(Policy):
 
     def decide(self, node):
         ns = None
+        first = None
+        if self.time_limit_s is not None and self._spent_ns > self.time_limit_s * 1e9:
+            raise EvaluationTimeLimit(f"policy '{self.spec}': its decisions took more than {self.time_limit_s:g} s "
+                                      f"over {len(self.records):,} nodes of its tree; exact evaluation stopped")
         for _ in range(self.repeats):  # the fastest of `repeats` runs: less noise from a shared machine
             t0 = time.perf_counter_ns()
             decision = self.inner.decide(node)
             dt = time.perf_counter_ns() - t0
+            self._spent_ns += dt
             ns = dt if ns is None else min(ns, dt)
-        self.records[node.key] = _Record(node, decision, ns)
+            # a memoised search may report only what a call added: count the first call's, so that the
+            # search columns do not depend on `repeats`
+            first = decision if first is None else first
+        self.records[node.key] = _Record(node, decision, ns, search=first)
         return decision
 
 
@@ -195,8 +305,66 @@ def _names(c, path) -> list:
     return [(c.obs_names[o], c.outcome_names[o][y]) for o, y in path]
 
 
+class ActionClasses(NamedTuple):
+    """What the sufficiency columns need to know of each decision action (see the module docstring).
+
+    Attributes
+    ----------
+    gated : bool[A]
+        The action has a ``requires`` expression.
+    consequential : bool[A]
+        Not of kind ``escalate``, and its worst-case loss exceeds the smallest
+        worst-case loss of the actions not of kind ``escalate``.
+    loss_props : tuple of tuple of str
+        Per action, the propositions its loss depends on.
+    """
+
+    gated: np.ndarray
+    consequential: np.ndarray
+    loss_props: tuple
+
+
+def action_classes(compiled) -> ActionClasses:
+    """The :class:`ActionClasses` of a compiled domain (built once, kept in its memo).
+
+    >>> import planner
+    >>> k = action_classes(planner.compile_domain(planner.load_domain("payment_release")))
+    >>> k.gated.tolist(), k.consequential.tolist(), k.loss_props
+    ([True, False], [True, False], (('approval',), ('approval',)))
+    """
+    return compiled.memo("measure-action-classes", _build_action_classes)
+
+
+def _build_action_classes(c) -> ActionClasses:
+    gated = np.asarray(c.facts.action_req) != NO_EXPR
+    decide = ~np.asarray(c.action_escalate)
+    # impossible states (a joint prior can give 0) say nothing about how badly an action can go
+    worst = c.loss[:, np.asarray(c.prior) > 0.0].max(axis=1)
+    consequential = np.zeros(len(c.action_names), dtype=np.bool_)
+    if decide.any():
+        consequential = decide & (worst > worst[decide].min() + _TOL)
+    props = [[] for _ in c.action_names]
+    for p, name in enumerate(c.prop_names):
+        # the loss depends on p when two states that differ in p only (lineage variables included
+        # in "only": they never change a loss) have different losses
+        others = np.delete(c.states, p, axis=1)
+        _, group = np.unique(others, axis=0, return_inverse=True)
+        group = group.reshape(-1)
+        n = int(group.max()) + 1
+        for u in range(len(c.action_names)):
+            lo = np.full(n, np.inf)
+            hi = np.full(n, -np.inf)
+            np.minimum.at(lo, group, c.loss[u])
+            np.maximum.at(hi, group, c.loss[u])
+            if np.any(hi - lo > _TOL):
+                props[u].append(name)
+    for a in (gated, consequential):
+        a.setflags(write=False)
+    return ActionClasses(gated=gated, consequential=consequential, loss_props=tuple(tuple(x) for x in props))
+
+
 def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_action: int | None = None,
-                  repeats: int = 1) -> dict:
+                  repeats: int = 1, max_nodes: int | None = None, time_limit_s: float | None = None) -> dict:
     """Exact measurement of `policy` (see the module docstring).
 
     Parameters
@@ -212,6 +380,14 @@ def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_ac
         The action taken on the prior (for harm against no retrieval).
     repeats : int
         Time each decision this many times and keep the fastest.
+    max_nodes : int, optional
+        Cap on the distinct nodes the exact evaluation visits (default the
+        evaluator's, :data:`planner.evaluate.MAX_EVAL_NODES`); past it a
+        :class:`~planner.errors.PlannerError` says so.
+    time_limit_s : float, optional
+        Stop (:class:`EvaluationTimeLimit`) once the policy's decisions have
+        taken this long in all: a wall-clock limit, so where it bites depends
+        on the machine; the rows it leaves are exact.
 
     Returns
     -------
@@ -227,8 +403,9 @@ def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_ac
     >>> round(m["total_loss"], 4), m["breach_paths"], m["forbidden"], m["leaves"]
     (1.1925, 0, 0, 2)
     """
-    timed = TimedPolicy(policy, repeats=repeats)
-    ev = evaluate_policy(compiled, timed, caller)
+    timed = TimedPolicy(policy, repeats=repeats, time_limit_s=time_limit_s)
+    ev = (evaluate_policy(compiled, timed, caller) if max_nodes is None
+          else evaluate_policy(compiled, timed, caller, max_nodes=max_nodes))
     c = compiled
     tree = policy_tree(c, timed.records)
     total = 0.0
@@ -241,6 +418,12 @@ def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_ac
     harm_prob = harm_exp = 0.0
     p_premature = premature_loss = 0.0
     wasteful = 0.0
+    classes = action_classes(c)
+    esc = np.asarray(c.action_escalate)
+    has_escalate = bool(esc.any())
+    p_gated = p_sufficient = p_act = p_unsupported = 0.0
+    p_escalate = p_correct_esc = p_unneeded_esc = p_missed_esc = 0.0
+    nodes, search_per_episode = [], 0.0
     for tn in tree:
         rec = tn.record
         ms = rec.ns / 1e6
@@ -248,6 +431,8 @@ def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_ac
         w.append(tn.prob)
         planning_ms += tn.prob * ms
         decisions += tn.prob
+        nodes.append(rec.search_nodes)
+        search_per_episode += tn.prob * rec.search_nodes
         vstar = optimal.value(rec.node) if optimal is not None else float("nan")
         if rec.observe is None:
             leaves += 1
@@ -266,12 +451,40 @@ def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_ac
             if vstar < rec.risk - _TOL:
                 p_premature += tn.prob
                 premature_loss += tn.prob * (rec.risk - vstar)
+            a = rec.action
+            if classes.gated[a] or classes.consequential[a]:
+                # the facts as the independent audit reads them from the file, not the node's mask
+                seen = dict(_names(c, tn.path))
+                status = audit.status(seen)
+                if classes.gated[a]:
+                    p_gated += tn.prob
+                    req = (audit.actions.get(c.action_names[a]) or {}).get("requires")
+                    if req is not None and audit.holds(req, status, seen):
+                        p_sufficient += tn.prob
+                if classes.consequential[a]:
+                    p_act += tn.prob
+                    # a contradiction (the audit's marker is no value of p) or no source: not established
+                    if any(status.get(p) not in audit.world[p] for p in classes.loss_props[a]):
+                        p_unsupported += tn.prob
+            if has_escalate:
+                # true losses of the actions the policy could have chosen here (inf: not permitted)
+                allowed = np.where(rec.node.permitted[:, None], c.loss, np.inf)
+                if esc[a]:
+                    p_escalate += tn.prob
+                    right = c.loss[a] <= allowed.min(axis=0) + _TOL
+                    p_correct_esc += tn.prob * float(rec.belief @ right)
+                    p_unneeded_esc += tn.prob * float(rec.belief @ ~right)
+                else:
+                    missed = (allowed[esc].min(axis=0, initial=np.inf)
+                              < allowed[~esc].min(axis=0, initial=np.inf) - _TOL)
+                    p_missed_esc += tn.prob * float(rec.belief @ missed)
         elif vstar >= rec.risk - _TOL:  # the optimum stops here
             wasteful += tn.prob
     p_wasteful = _p_any_wasteful(tree, optimal) if optimal is not None else float("nan")
     harm, fixed = ev.harm, ev.fixed
     spent = dict(ev.expected_spent)
     root = next(tn for tn in tree if tn.path == ())
+    nan = float("nan")
     return {
         "method": "exact",
         "total_loss": ev.expected_total_loss,
@@ -304,6 +517,18 @@ def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_ac
         "lat_p95_ms": weighted_quantile(lat, w, 0.95),
         "lat_max_ms": float(max(lat)),
         "planning_ms_per_episode": float(planning_ms),
+        "p_stop_gated": float(p_gated),
+        "p_sufficient": float(p_sufficient),
+        "p_act": float(p_act),
+        "p_act_unsupported": float(p_unsupported),
+        "p_sufficient_act": float(p_act - p_unsupported),
+        "sufficiency": float((p_act - p_unsupported) / p_act) if p_act > 0.0 else nan,
+        "p_escalate": float(p_escalate) if has_escalate else nan,
+        "p_correct_escalation": float(p_correct_esc) if has_escalate else nan,
+        "p_unneeded_escalation": float(p_unneeded_esc) if has_escalate else nan,
+        "p_missed_escalation": float(p_missed_esc) if has_escalate else nan,
+        "search_nodes_per_episode": float(search_per_episode),
+        "search_nodes_p95": weighted_quantile(nodes, w, 0.95),
         "_root_record": root.record,
         "_tree": tree,
     }

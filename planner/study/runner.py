@@ -368,47 +368,67 @@ def run_sweep(cases, *, workers: int = 1, scheduler=None, progress: bool = True)
     """
     cases = list(cases)
     bar = _Progress(len(cases), progress)
-    results = []
     try:
-        if scheduler is not None:
-            results = _run_dask(cases, scheduler, bar)
-        elif workers > 1:
-            ctx = None
-            if sys.platform.startswith("linux"):
-                import multiprocessing
-
-                ctx = multiprocessing.get_context("forkserver")
-            with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                futures = [pool.submit(run_case, case) for case in cases]
-                for fut in concurrent.futures.as_completed(futures):
-                    results.append(fut.result())
-                    bar.update()
-        else:
-            for case in cases:
-                results.append(run_case(case))
-                bar.update()
+        results = map_jobs(run_case, cases, workers=workers, scheduler=scheduler, on_done=bar.update,
+                           key=lambda c: f"depth-{c.key}")
     finally:
         bar.close()
     return _collect(results)
 
 
-def _run_dask(cases, scheduler, bar) -> list:
-    try:
-        from distributed import Client, as_completed
-    except ImportError:
-        raise PlannerError("running on a Dask scheduler needs dask.distributed: pip install 'evidence-planner[dask]'") from None
-    own = not hasattr(scheduler, "submit")
-    client = Client(scheduler) if own else scheduler
-    try:
-        futures = client.map(run_case, cases, pure=False, key=[f"depth-{c.key}" for c in cases])
-        results = []
-        for fut in as_completed(futures):
-            results.append(fut.result())
-            bar.update()
-        return results
-    finally:
-        if own:
-            client.close()
+def map_jobs(fn, items, *, workers: int = 1, scheduler=None, on_done=None, key=None) -> list:
+    """``[fn(item) for item in items]`` here, in `workers` processes or on a Dask scheduler, in finishing order.
+
+    Parameters
+    ----------
+    fn : callable
+        A module-level function (it travels to worker processes by name).
+    items : list
+    workers : int
+        Local worker processes (1: run here, in order).
+    scheduler : str or distributed.Client, optional
+        A Dask distributed scheduler address (or a client; needs the ``dask`` extra).
+    on_done : callable, optional
+        Called with no argument after each result (a progress bar).
+    key : callable, optional
+        ``key(item)``: the Dask task key of an item.
+
+    >>> map_jobs(abs, [-1, 2, -3])
+    [1, 2, 3]
+    """
+    tick = on_done or (lambda: None)
+    results = []
+    if scheduler is not None:
+        try:
+            from distributed import Client, as_completed
+        except ImportError:
+            raise PlannerError("running on a Dask scheduler needs dask.distributed: "
+                               "pip install 'evidence-planner[dask]'") from None
+        own = not hasattr(scheduler, "submit")
+        client = Client(scheduler) if own else scheduler
+        try:
+            futures = client.map(fn, items, pure=False, key=[key(x) for x in items] if key else None)
+            for fut in as_completed(futures):
+                results.append(fut.result())
+                tick()
+        finally:
+            if own:
+                client.close()
+    elif workers > 1:
+        ctx = None
+        if sys.platform.startswith("linux"):
+            import multiprocessing
+
+            ctx = multiprocessing.get_context("forkserver")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            for fut in concurrent.futures.as_completed([pool.submit(fn, x) for x in items]):
+                results.append(fut.result())
+                tick()
+    else:
+        for x in items:
+            results.append(fn(x))
+            tick()
+    return results
 
 
 def deterministic_columns(rows) -> list:

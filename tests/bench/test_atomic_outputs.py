@@ -57,7 +57,7 @@ def _beside(folder: pathlib.Path) -> list:
 
 
 def _run(out, *extra) -> int:
-    return main(["bench", "depth", "--quick", "--out", str(out), "--no-progress", "--no-plots", *extra])
+    return main(["bench", "depth", "--edition", "1", "--quick", "--out", str(out), "--no-progress", "--no-plots", *extra])
 
 
 def _interrupt_nth_call(monkeypatch, module, name, n=1):
@@ -83,7 +83,7 @@ def test_an_interrupt_while_writing_keeps_the_previous_results(tmp_path, monkeyp
     name, _, n = where.partition(":")
     _interrupt_nth_call(monkeypatch, depth, name, int(n or 1))
     plots = [] if name == "make_plots" else ["--no-plots"]
-    rc = main(["bench", "depth", "--quick", "--out", str(out), "--no-progress", *plots])
+    rc = main(["bench", "depth", "--edition", "1", "--quick", "--out", str(out), "--no-progress", *plots])
     err = capsys.readouterr().err.splitlines()
     assert rc == 130
     assert len(err) == 1 and err[0].startswith("planner: interrupted: ") and "previous results" in err[0]
@@ -212,7 +212,7 @@ def slow(rows, path):
     time.sleep(60)
 depth.write_csv = slow
 from planner.cli import main
-sys.exit(main(["bench", "depth", "--quick", "--out", sys.argv[2], "--no-progress", "--no-plots"]))
+sys.exit(main(["bench", "depth", "--edition", "1", "--quick", "--out", sys.argv[2], "--no-progress", "--no-plots"]))
 """
 
 
@@ -280,7 +280,7 @@ def test_plots_are_written_whole(tmp_path, monkeypatch):
 
     monkeypatch.setattr(report, "write_bytes", spy)
     out = tmp_path / "results"
-    assert main(["bench", "depth", "--quick", "--out", str(out), "--no-progress"]) == 0
+    assert main(["bench", "depth", "--edition", "1", "--quick", "--out", str(out), "--no-progress"]) == 0
     # every plot (and table) went through one atomic write of the whole file
     pngs = {p.name for p in out.iterdir() if p.suffix == ".png"}
     assert pngs and pngs <= set(writes)

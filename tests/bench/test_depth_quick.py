@@ -49,7 +49,7 @@ def _case(family, i, budget="medium"):
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("depth-quick")
-    rc = main(["bench", "depth", "--quick", "--out", str(out), "--no-progress"])
+    rc = main(["bench", "depth", "--edition", "1", "--quick", "--out", str(out), "--no-progress"])
     assert rc == 0
     return out
 
@@ -57,7 +57,7 @@ def quick(tmp_path_factory):
 def test_quick_run_writes_the_report_with_its_command_first(quick):
     text = (quick / "report.md").read_text(encoding="utf-8")
     head = text.splitlines()[:8]
-    assert f"planner bench depth --quick --out {quick} --workers 1" in head
+    assert f"planner bench depth --edition 1 --quick --out {quick} --workers 1" in head
     for section in ("## Finding", "## Regime map", "## Dependency rule against lookahead",
                     "## Is deeper better?", "## Homogeneous exact lookup", "## Safety audit", "## Peer"):
         assert section in text

@@ -3,7 +3,7 @@
 ``render_report`` is assembled from one helper per section and ``summarise``
 from one helper per topic; these tests pin the assembled text, so that a change
 to a part which alters the report shows up as a diff against
-``bench/results/depth/report.md``.
+``bench/results/depth-edition1/report.md``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from planner.study import report
 from planner.study.report import read_csv, render_report, summarise
 
-RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "depth"
+RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "depth-edition1"
 
 #: How the committed report was made: its command line and metadata line, and the plots it shows.
 COMMAND = "planner bench depth --out bench/results/depth --workers 2"
