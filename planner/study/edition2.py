@@ -176,8 +176,9 @@ def _instances(seed: int, n: int, max_obs: int | None) -> list:
 def build_jobs(config: Config, *, peer: bool = False, peer_exploration: float | None = None) -> list:
     """Every job of a run, the dearest kinds first (so two workers finish together).
 
-    >>> [j.key for j in build_jobs(Config.quick())][:2]
-    ['model/s0/i000/scaled/0.5/0/None', 'model/s0/i000/scaled/2.0/0/None']
+    >>> jobs = build_jobs(Config.quick())
+    >>> sorted({j.kind for j in jobs}), jobs[0].kind, jobs[-1].kind
+    (['case', 'frontier', 'model'], 'model', 'case')
     """
     jobs = []
     for s in SEEDS:
