@@ -52,6 +52,8 @@ def cmd_bench_depth(args) -> int:
         raise PlannerError(f"--workers: must be >= 1, got {args.workers}")
     if args.edition == 2:
         return _edition2(args)
+    if args.resume:
+        raise PlannerError("--resume: only the second edition keeps finished jobs; drop it, or use --edition 2")
     if args.latency_weight is not None and not args.latency_weight >= 0:
         raise PlannerError(f"--latency-weight: must be >= 0, got {args.latency_weight}")
     workers = args.workers if args.workers is not None else (1 if args.quick else default_workers())

@@ -193,3 +193,11 @@ def test_a_resumed_run_takes_the_saved_jobs(tmp_path, monkeypatch):
     again = edition2.run_jobs(jobs, cache=tmp_path, progress=False)
     assert [r["total_loss"] for r in again["case"]] == [r["total_loss"] for r in first["case"]]
     assert [r["loss"] for r in again["model"]] == [r["loss"] for r in first["model"]]
+
+
+def test_resume_belongs_to_the_second_edition(capsys):
+    from planner.cli import main
+
+    assert main(["bench", "depth", "--edition", "1", "--quick", "--resume", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--resume" in err[0] and "--edition 2" in err[0]
