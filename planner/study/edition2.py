@@ -181,8 +181,10 @@ def build_jobs(config: Config, *, peer: bool = False, peer_exploration: float | 
     (['case', 'frontier', 'model'], 'model', 'case')
     """
     jobs = []
+    size = {}  # observations per (seed, instance): the frontier's filter and the job order
     for s in SEEDS:
         inst = _instances(s, config.instances, config.max_obs)
+        size.update({(s, i): len(wide_instance(s, i)[1]["observations"]) for i in inst})
         if peer:
             for i in inst[:config.peer_instances]:
                 jobs.append(Job("peer", s, i, (config.peer_episodes, config.peer_ms, config.peer_sims,
@@ -191,17 +193,14 @@ def build_jobs(config: Config, *, peer: bool = False, peer_exploration: float | 
             pe = config.peer_episodes if peer else 0
             jobs += [Job("model", s, i, ("scaled", lam, pe, peer_exploration)) for lam in config.lambdas]
             jobs += [Job("model", s, i, ("estimated", n, pe, peer_exploration)) for n in config.ns]
-        small = [i for i in inst if len(wide_instance(s, i)[1]["observations"]) <= FRONTIER_MAX_OBS]
+        small = [i for i in inst if size[s, i] <= FRONTIER_MAX_OBS]
         for i in small[:config.frontier_instances]:
             jobs.append(Job("frontier", s, i, (config.frontier_calls, config.frontier_weights,
                                                config.peer_episodes if peer else 0, peer_exploration)))
         jobs += [Job("case", s, i) for i in inst]
     order = {"peer": 0, "model": 1, "frontier": 2, "case": 3}
-    size = {(j.seed, j.instance): len(wide_instance(j.seed, j.instance)[1]["observations"])
-            for j in jobs if j.kind == "case"}
     # the largest cases first, so that two workers finish together
-    return sorted(jobs, key=lambda j: (order[j.kind], -size.get((j.seed, j.instance), 0), j.seed, j.instance,
-                                       str(j.param)))
+    return sorted(jobs, key=lambda j: (order[j.kind], -size[j.seed, j.instance], j.seed, j.instance, str(j.param)))
 
 
 # --------------------------------------------------------------------------

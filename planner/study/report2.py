@@ -797,8 +797,8 @@ def make_plots(case_rows, peer_rows, model_rows, frontier_rows, out_dir) -> tupl
     return files, None
 
 
-def rerender(folder) -> str:
-    """The report of a run folder rendered again from its CSVs and ``meta.json`` (it must equal ``report.md``)."""
+def _load(folder):
+    """``(rows by CSV name, meta)`` of a run folder (a missing CSV: no rows)."""
     import json
     from pathlib import Path
 
@@ -806,15 +806,17 @@ def rerender(folder) -> str:
 
     folder = Path(folder)
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    names = ("cases.csv", "peer.csv", "model_error.csv", "frontier.csv")
+    return [read_csv(folder / n) if (folder / n).exists() else [] for n in names], meta
 
-    def rows(name):
-        return read_csv(folder / name) if (folder / name).exists() else []
 
+def rerender(folder) -> str:
+    """The report of a run folder rendered again from its CSVs and ``meta.json`` (it must equal ``report.md``)."""
+    rows, meta = _load(folder)
     tuning = meta.get("tuning")
     if tuning:
         tuning = dict(tuning, table={float(k): v for k, v in tuning["table"].items()})
-    return render(rows("cases.csv"), rows("peer.csv"), rows("model_error.csv"), rows("frontier.csv"),
-                  command=meta["command"], meta=meta["meta"], peer_note=meta["peer_note"], tuning=tuning,
+    return render(*rows, command=meta["command"], meta=meta["meta"], peer_note=meta["peer_note"], tuning=tuning,
                   plots=meta["plots"], plot_note=meta["plot_note"], errors=meta.get("errors"))
 
 
@@ -824,22 +826,13 @@ def render_folder(folder) -> list:
     For a report whose rendering code changed after its run: the numbers come
     from the same rows. ``python -m planner.study.report2 FOLDER``.
     """
-    import json
     from pathlib import Path
 
     from planner.atomic import write_text
-    from planner.study.report import read_csv
 
     folder = Path(folder)
-    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-
-    def rows(name):
-        return read_csv(folder / name) if (folder / name).exists() else []
-
-    files = []
-    if meta["plots"]:
-        files, _ = make_plots(rows("cases.csv"), rows("peer.csv"), rows("model_error.csv"), rows("frontier.csv"),
-                              folder)
+    rows, meta = _load(folder)
+    files = make_plots(*rows, folder)[0] if meta["plots"] else []
     write_text(folder / "report.md", rerender(folder))
     return files + ["report.md"]
 
