@@ -44,7 +44,7 @@ from lookahead.search import SearchCapExceeded, expectimax  # noqa: E402
 from planner.atomic import write_text  # noqa: E402
 from planner.evaluate import evaluate_policy  # noqa: E402
 from planner.policies.bounded import Bounded  # noqa: E402
-from planner.study.families import benchmark_domain  # noqa: E402
+from planner.generators import benchmark_domain  # noqa: E402
 
 CHAIN = 3
 STATES = 8

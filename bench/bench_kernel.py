@@ -109,7 +109,7 @@ def root_args(n_obs: int, n_states: int, depth: int, seed: int = SEED):
     """The positional arguments of ``expectimax`` at the root of a benchmark domain."""
     import planner
     from planner.domain import Domain
-    from planner.study.families import benchmark_domain
+    from planner.generators import benchmark_domain
 
     node = planner.Session(Domain.from_dict(benchmark_domain(n_obs, n_states, seed=seed))).node
     return node_args(node, depth)
@@ -208,7 +208,7 @@ def check(quick: bool = False) -> dict:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
     from planner.domain import Domain
-    from planner.study.families import benchmark_domain
+    from planner.generators import benchmark_domain
 
     sys.path.append(str(ROOT / "tests"))  # appended: tests/planner must not shadow planner
     from strategies import domain_dicts

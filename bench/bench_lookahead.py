@@ -60,7 +60,7 @@ import planner  # noqa: E402
 from lookahead import reference  # noqa: E402
 from planner.domain import Domain  # noqa: E402
 from planner.policies.lookahead import Lookahead  # noqa: E402
-from planner.study.families import benchmark_domain  # noqa: E402
+from planner.generators import benchmark_domain  # noqa: E402
 
 SEED = 1
 SIZES_OBS = (8, 16, 32)

@@ -18,7 +18,7 @@ from lookahead import reference
 from lookahead.search import expectimax
 from planner.domain import Domain
 from planner.policies.lookahead import Lookahead
-from planner.study.families import benchmark_domain
+from planner.generators import benchmark_domain
 
 CASES = [(n_obs, n_states, depth) for n_obs in (8, 16, 32) for n_states in (8, 64) for depth in (1, 2, 3)]
 

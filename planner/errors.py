@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __all__ = ["PlannerError", "DomainError", "SessionError", "CallerError", "PolicyError", "WorldError",
-           "ReceiptError", "LogError", "SearchCapError", "format_path", "one_line", "MAX_MESSAGE_CHARS"]
+           "ReceiptError", "LogError", "SearchCapError", "EvaluationNodeCap", "format_path", "one_line", "MAX_MESSAGE_CHARS"]
 
 #: The longest error line, ``<path>: <what>`` together: longer ones end in
 #: ``...``. A name copied from a hostile file can be any length (200,000
@@ -109,6 +109,10 @@ class ReceiptError(PlannerError):
 
 class LogError(PlannerError):
     """An outcome log cannot be opened or written, or was asked about an unknown session, proposition or value."""
+
+
+class EvaluationNodeCap(PlannerError):
+    """An exact evaluation would visit more distinct nodes of a policy's tree than its cap allows."""
 
 
 class SearchCapError(PlannerError):

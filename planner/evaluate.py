@@ -30,7 +30,7 @@ import attrs
 import numpy as np
 
 from lookahead.core import TIE
-from planner.errors import PlannerError, SessionError
+from planner.errors import EvaluationNodeCap, PlannerError, SessionError
 from planner.node import Decision
 from planner.session import Session, stop_at
 
@@ -95,7 +95,7 @@ def fold_policy_tree(session, at_stop, at_observe, *, max_nodes: int, what: str)
         if key in memo:
             return memo[key]
         if len(memo) >= max_nodes:
-            raise PlannerError(f"{what} of {pol.spec} on {c.domain.name} visits more than {max_nodes} nodes")
+            raise EvaluationNodeCap(f"{what} of {pol.spec} on {c.domain.name} visits more than {max_nodes} nodes")
         o, limited = choose(node)
         if not root_decision:
             root_decision.append(o)
@@ -354,7 +354,7 @@ def expected_loss_under(model, truth, policy, caller=None, *, max_nodes: int = M
         if key in memo:
             return memo[key]
         if len(memo) >= max_nodes:
-            raise PlannerError(f"scoring {pol.spec} on {c.domain.name} under {t.domain.name} visits more than "
+            raise EvaluationNodeCap(f"scoring {pol.spec} on {c.domain.name} under {t.domain.name} visits more than "
                                f"{max_nodes} nodes")
         o, _ = choose(node)
         if o is None:

@@ -372,14 +372,15 @@ def cmd_postfilter(args) -> int:
 
 
 def cmd_frontier(args) -> int:
-    from planner.retrieval.frontier import DEFAULT_OUT, run_frontier
+    from planner.cli.bench import load_study
 
     if args.seed < 0:
         raise PlannerError(f"--seed {args.seed}: must be >= 0")
-    out = args.out or DEFAULT_OUT
+    study = load_study("studies.frontier")
+    out = args.out or study.DEFAULT_OUT
     command = "planner accept frontier" + (f" --out {out}" if args.out else "") + (" --quick" if args.quick else "") \
         + (f" --seed {args.seed}" if args.seed else "") + (" --no-plot" if args.no_plot else "")
-    res = run_frontier(out=out, quick=args.quick, seed=args.seed, plot=not args.no_plot, command=command)
+    res = study.run_frontier(out=out, quick=args.quick, seed=args.seed, plot=not args.no_plot, command=command)
     for note in res["notes"]:
         print(f"note: {note}")
     print(f"wrote {', '.join(res['files'])} to {out} ({res['rows']} rows, {res['seconds']:.0f} s)")
@@ -549,11 +550,12 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, action=Once, help="seed of the ranked lists (default 0)")
     p.set_defaults(func=cmd_postfilter)
 
-    p = cmds.add_parser("frontier", help="the frontier study over thresholds and loss ratios (table, plot)")
-    p.add_argument("--out", metavar="DIR", action=Once, help="output folder (default bench/results/frontier)")
+    p = cmds.add_parser("frontier", help="the frontier study over thresholds and loss ratios (table, plot; needs the "
+                                        "studies package of a checkout)")
+    p.add_argument("--out", metavar="DIR", action=Once, help="output folder (default studies/results/frontier)")
     p.add_argument("--quick", action="store_true", help="fewer loss ratios")
     p.add_argument("--seed", type=int, default=0, action=Once, help="seed of the provider outages")
-    p.add_argument("--no-plot", action="store_true", help="no PNG (the plot needs the bench extra)")
+    p.add_argument("--no-plot", action="store_true", help="no PNG (the plot needs matplotlib)")
     p.set_defaults(func=cmd_frontier)
 
     p = cmds.add_parser("likelihoods", help="measure the settlement likelihoods policy_search declares")

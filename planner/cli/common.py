@@ -12,8 +12,6 @@ import difflib
 import json
 import sys
 
-import attrs
-
 from planner.caller import Caller
 from planner.errors import PlannerError, ReceiptError
 from planner.policies import DEFAULT_POLICY, parse_policy
@@ -252,18 +250,7 @@ def policy_from_args(spec: str, args):
     if cap is not None:
         if cap < 1:
             raise PlannerError(f"--max-nodes {cap}: must be a positive integer")
-        policy = _with_cap(policy, cap)
-    return policy
-
-
-def _with_cap(policy, cap: int):
-    fields = attrs.fields_dict(type(policy)) if attrs.has(type(policy)) else {}
-    if "max_nodes" in fields:
-        return attrs.evolve(policy, max_nodes=cap)
-    if "node_budget" in fields:
-        return attrs.evolve(policy, node_budget=cap)
-    if policy.wraps and "base" in fields:
-        return attrs.evolve(policy, base=_with_cap(policy.base, cap))
+        policy = policy.with_node_cap(cap)
     return policy
 
 

@@ -54,11 +54,19 @@ class Policy:
     summary : str
         One line for the help text.
     study : tuple of str
-        Specs of this policy compared in the depth study (empty: not compared).
-    adaptive : bool
-        Decides by looking at value or belief (the study's adaptive group).
-    depth_group : bool
-        A multi-step lookahead (the study's depth group).
+        Specs of this policy measured on every case of the depth study, in
+        table order (empty: not compared). The study reads nothing else.
+    study_groups : mapping of str to tuple of str
+        The study's groups this policy's specs belong to (a subset of
+        `study`, or for ``conservative`` the bases it wraps): ``cheap``
+        (static, one-step, rule-based and small fixed-depth planners),
+        ``depth`` (multi-step planners), ``model`` (scored under model error),
+        ``frontier`` (the budget and penalty frontier), ``conservative`` (bases
+        of the conservative rule on estimated models).
+    node_cap_field : str or None
+        The attrs field that holds the node cap of one decision (the policy
+        searches); None for a policy that does not search, which
+        :meth:`with_node_cap` then returns unchanged.
     value_label : str
         The heading of the candidate table's value column.
     wraps : bool
@@ -71,8 +79,8 @@ class Policy:
     forms: tuple = ()
     summary: str = ""
     study: tuple = ()
-    adaptive: bool = False
-    depth_group: bool = False
+    study_groups: dict = {}
+    node_cap_field: str | None = None
     value_label: str = "EVSI"
     wraps: bool = False
 
@@ -101,6 +109,20 @@ class Policy:
         """``(observation index or None, limited)``: :meth:`decide`'s choice without its presentation."""
         d = self.decide(node)
         return d.observe, d.limited
+
+    def with_node_cap(self, n: int) -> "Policy":
+        """This policy with at most `n` search nodes per decision (itself when it does not search).
+
+        The default sets the field :attr:`node_cap_field` names; a policy that
+        wraps another (:attr:`wraps`) caps its base instead (it overrides this).
+
+        >>> from planner.policies import parse_policy
+        >>> parse_policy("one-step").with_node_cap(10).spec
+        'one-step'
+        """
+        if self.node_cap_field is None:
+            return self
+        return attrs.evolve(self, **{self.node_cap_field: int(n)})
 
     def params(self) -> dict:
         """The policy's parameters, for receipts."""

@@ -92,7 +92,7 @@ class ConfidenceGate(Policy):
     arg = "T"
     summary = "retrieve-or-not gate: acquire the most relevant eligible source while P(best action) < T"
     study = ("confidence:0.9",)
-    adaptive = True
+    study_groups = {"cheap": ("confidence:0.9",)}
 
     @classmethod
     def from_arg(cls, arg, spec):

@@ -297,9 +297,11 @@ class Conservative(Policy):
     summary = ("acquire the BASE policy's choice (one-step, the default; lookahead:D; bounded[:N]) only when the "
                f"lower {DEFAULT_QUANTILE:g} quantile of its net value over {DEFAULT_DRAWS} posterior draws of a "
                "calibrated domain's likelihoods is positive (options q=Q:draws=N:seed=K before BASE)")
-    study = ()
-    adaptive = True
     wraps = True
+
+    def with_node_cap(self, n: int) -> "Conservative":
+        """The same rule over its base capped at `n` nodes per decision."""
+        return attrs.evolve(self, base=self.base.with_node_cap(n))
 
     @classmethod
     def from_arg(cls, arg, spec, *, parse=None):

@@ -105,7 +105,8 @@ class DecisionRegion(Policy):
     name = "decision-region"
     summary = "EC2-style: the largest expected cut of edge mass between decision regions per unit cost"
     value_label = "region value"
-    adaptive = True
+    study = ("decision-region",)
+    study_groups = {"cheap": ("decision-region",), "model": ("decision-region",), "frontier": ("decision-region",)}
 
     def _score(self, node):
         c = node.compiled

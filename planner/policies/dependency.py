@@ -116,7 +116,7 @@ class DependencyRule(Policy):
     name = "dependency"
     summary = "one-step plus the value of observations blocked only by preconditions, via the cheapest prerequisite plan"
     study = ("dependency",)
-    adaptive = True
+    study_groups = {"cheap": ("dependency",), "model": ("dependency",), "frontier": ("dependency",)}
 
     def decide(self, node):
         c = node.compiled

@@ -56,7 +56,8 @@ class OneStepEVSI(Policy):
     name = "one-step"
     summary = "the one-step EVSI rule: take the largest EVSI - cost while positive"
     study = ("one-step",)
-    adaptive = True
+    study_groups = {"cheap": ("one-step",), "model": ("one-step",), "frontier": ("one-step",),
+                    "conservative": ("one-step",)}
 
     def decide(self, node):
         net, rows = one_step_table(node)

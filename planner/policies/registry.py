@@ -31,13 +31,24 @@ POLICIES = (
     ConfidenceGate,
     OneStepEVSI,
     DependencyRule,
+    Blinkered,
+    DecisionRegion,
     Lookahead,
     Bounded,
     Conservative,
     PostFilteredTopK,
-    Blinkered,
-    DecisionRegion,
 )
+
+# TODO(issue 20): the planning engine's rewrite owns the files of these two classes; their class bodies
+# take these declarations when it lands, and this block goes (tests/planner/policies/test_registry.py
+# says so once they are there).
+Lookahead.node_cap_field = "max_nodes"
+Lookahead.study_groups = {"cheap": ("lookahead:2",), "depth": ("lookahead:2", "lookahead:3", "lookahead:auto"),
+                          "model": ("lookahead:2", "lookahead:3"), "frontier": ("lookahead:2", "lookahead:3")}
+Bounded.node_cap_field = "node_budget"
+Bounded.study = ("bounded:1000", "bounded:10000", "bounded:auto:1", "bounded:auto:0.1", "bounded")
+Bounded.study_groups = {"depth": Bounded.study, "model": ("bounded",), "frontier": ("bounded",),
+                        "conservative": ("bounded",)}
 
 #: The spec a session uses when none is given.
 DEFAULT_POLICY = "bounded"
@@ -106,10 +117,15 @@ def policy_help(default: str = DEFAULT_POLICY) -> str:
     return "; ".join(parts)
 
 
-def study_specs() -> tuple:
-    """The specs the depth study compares, in table order (``optimal`` is the study's own).
+def study_specs(group: str | None = None) -> tuple:
+    """The specs the depth study compares (every case), or those of one of its groups, in table order.
+
+    The study reads its policy lists here and nowhere else: each class's
+    :attr:`~planner.policies.base.Policy.study` and ``study_groups``.
 
     >>> study_specs()[:4]
     ('none', 'top-k:1', 'top-k:3', 'confidence:0.9')
+    >>> study_specs("conservative")
+    ('one-step', 'bounded')
     """
-    return tuple(spec for cls in POLICIES for spec in cls.study)
+    return tuple(spec for cls in POLICIES for spec in (cls.study if group is None else cls.study_groups.get(group, ())))

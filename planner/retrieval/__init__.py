@@ -22,7 +22,7 @@ makes handing one over a decision:
 - :mod:`~planner.retrieval.corpus`, :mod:`~planner.retrieval.bm25`,
   :mod:`~planner.retrieval.pipeline`: a shipped corpus, a real BM25 retriever
   (``bm25s``, the ``retrieval`` extra) and the pipeline that runs a query end
-  to end; :mod:`~planner.retrieval.frontier`: the frontier study;
+  to end; :mod:`~studies.frontier`: the frontier study;
 - :mod:`~planner.retrieval.tool`: a retrieval as a planner observation whose
   outcome is its settlement (``domains/policy_search.yaml``).
 

@@ -138,7 +138,7 @@ def test_exact_outcomes_merge_equivalent_nodes():
 
 
 def test_price_stops_planning_when_the_gap_is_cheaper_than_more_nodes():
-    from planner.study.families import benchmark_domain
+    from planner.generators import benchmark_domain
 
     s = planner.Session(planner.Domain.from_dict(benchmark_domain(12, 8, seed=1)))
     r = _search(s).plan(s.node.outcome_of, budget=10**9, price=1e6)
@@ -178,7 +178,7 @@ def test_growth_always_makes_room_in_the_pair_table():
 
 def test_a_full_graph_stops_with_the_interval_it_has():
     """At its byte cap the search keeps what it found (regression: it used to clear it and return [L_h, R])."""
-    from planner.study.families import benchmark_domain
+    from planner.generators import benchmark_domain
 
     s = planner.Session(planner.Domain.from_dict(benchmark_domain(16, 8, seed=3, chain=3)), "one-step")
     v = _v_star(s.node)

@@ -355,7 +355,7 @@ def test_ties_in_the_plan_prefer_stopping_then_the_cheaper():
 def test_the_default_cap_bounds_work_not_only_nodes():
     """4,096 states x 40 zero-cost observations: the work cap binds long before 2,000,000 nodes."""
     from lookahead.search import MAX_NODES, MAX_WORK, default_node_cap
-    from planner.study.families import benchmark_domain
+    from planner.generators import benchmark_domain
 
     d = benchmark_domain(40, 4096, seed=1)
     for o in d["observations"].values():

@@ -9,7 +9,7 @@ from numpy.testing import assert_allclose
 
 import planner
 from planner.policies.bounded import Bounded
-from planner.study.families import benchmark_domain
+from planner.generators import benchmark_domain
 from strategies import domain_dicts
 
 

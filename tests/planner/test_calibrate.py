@@ -290,7 +290,7 @@ def test_calibration_covers_the_truth_and_lowers_the_loss_under_it(tmp_path, pay
             rows += 2
         cal = planner.Domain.from_dict(calibrated_data(res))
         assert expected_loss_under(cal, truth, "bounded") < expected_loss_under(payment, truth, "bounded") - 1.0
-    assert covered >= 10 and rows == 12  # 20 seeds x 1,000 sessions in bench/results/calibration/report.md
+    assert covered >= 10 and rows == 12  # 20 seeds x 1,000 sessions in studies/results/calibration/report.md
 
 
 # --------------------------------------------------------------------------
@@ -356,7 +356,7 @@ def test_two_simulate_log_processes_share_one_log(tmp_path):
 
     procs = [start(seed, shared) for seed in (1, 2)]
     for p in procs:
-        out, err = p.communicate(timeout=300)
+        out, err = p.communicate()
         assert p.returncode == 0, err
     with open_log(shared) as log:
         rows = log.sessions()
@@ -365,7 +365,7 @@ def test_two_simulate_log_processes_share_one_log(tmp_path):
     for seed in (1, 2):
         alone = tmp_path / f"alone{seed}.db"
         p = start(seed, alone)
-        p.communicate(timeout=300)
+        p.communicate()
         with open_log(alone) as log:
             want = [(tuple((a.observation, a.outcome) for a in s.acquisitions), s.action, s.resolution)
                     for s in log.sessions()]

@@ -212,40 +212,6 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_study_progress_bar_has_rate_and_eta_on_a_terminal():
-    from planner.study.runner import _Progress
-
-    term = _Terminal()
-    bar = _Progress(3, True, file=term)
-    for _ in range(3):
-        bar.update()
-    bar.close()
-    out = term.getvalue()
-    assert "3/3" in out
-    assert "case/s" in out or "s/case" in out  # the rate
-    assert "<" in out  # elapsed<remaining: the ETA
-
-
-@pytest.mark.parametrize("enabled, stream", [(True, io.StringIO()), (False, _Terminal())])
-def test_study_progress_is_silent_off_a_terminal_or_when_disabled(enabled, stream):
-    from planner.study.runner import _Progress
-
-    bar = _Progress(2, enabled, file=stream)
-    bar.update()
-    bar.update()
-    bar.close()
-    assert stream.getvalue() == ""
-
-
-def test_study_progress_defaults_to_stderr_off_a_terminal(capsys):
-    from planner.study.runner import _Progress
-
-    bar = _Progress(1, True)  # pytest's captured stderr is not a terminal
-    bar.update()
-    bar.close()
-    assert capsys.readouterr().err == ""
-
-
 def test_evaluate_progress_on_a_terminal_keeps_stdout_json(monkeypatch, capsys):
     import planner.cli.common as common
 

@@ -539,6 +539,6 @@ def test_cli_subprocess_is_one_line(name, tmp_path):
     path = tmp_path / name
     path.write_text(HOSTILE[name](), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "planner.cli", "run", str(path), "--seed", "1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("planner: error: ")

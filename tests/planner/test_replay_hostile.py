@@ -172,7 +172,7 @@ def test_in_a_real_process(tmp_path, command, content):
     path = tmp_path / "r.json"
     path.write_bytes(content)
     r = subprocess.run([sys.executable, "-m", "planner.cli", command, str(path), DOMAIN],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True)
     assert r.returncode == 2
     assert r.stdout == ""
     assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith(f"planner: error: {path}: ")

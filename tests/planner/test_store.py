@@ -472,7 +472,7 @@ def test_two_processes_log_into_one_file_at_once(path):
             p.stdin.write("\n")
             p.stdin.flush()
         for p in writers:
-            _, err = p.communicate(timeout=120)
+            _, err = p.communicate()
             assert p.returncode == 0, err
     finally:
         for p in writers:
@@ -520,7 +520,7 @@ def test_a_writer_killed_before_finish_leaves_a_readable_log(path):
     try:
         assert p.stdout.readline() == "ready\n", p.stderr.read()
         os.kill(p.pid, signal.SIGKILL)
-        p.wait(timeout=30)
+        p.wait()
     finally:
         if p.poll() is None:
             p.kill()

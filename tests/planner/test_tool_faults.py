@@ -76,7 +76,7 @@ def test_a_timed_out_tool_does_not_keep_the_process_from_exiting(tmp_path):
         print(stop.reason, s.steps[0].note)
     """))
     t0 = time.monotonic()
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=90)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "no_positive_value timed out after 0.1 s"
     assert time.monotonic() - t0 < 60  # the sleeping tool (120 s) did not hold the exit

@@ -94,9 +94,9 @@ def test_the_planner_searches_and_escalates_on_withheld(retrieval, cals):
 def test_the_committed_frontier_is_what_the_sweep_computes(retrieval, cals):
     import csv
 
-    from planner.retrieval.frontier import sweep
+    from studies.frontier import sweep
 
-    root = planner.DOMAINS.resolve().parent.parent / "bench" / "results" / "frontier"
+    root = planner.DOMAINS.resolve().parent.parent / "studies" / "results" / "frontier"
     meta = json.loads((root / "meta.json").read_text())
     assert meta["command"].startswith("planner accept frontier") or meta["command"].startswith("python3 bench/")
     assert meta["calibrators"] == [c.id for c in cals.calibrators]
