@@ -41,8 +41,8 @@ import planner  # noqa: E402
 from lookahead import reference  # noqa: E402
 from lookahead.bounded import BOUND_EVPI, BOUND_UNLOCK, BOUND_UNLOCK_STEP, BoundedSearch  # noqa: E402
 from lookahead.search import SearchCapExceeded, expectimax  # noqa: E402
-from planner.atomic import write_text  # noqa: E402
-from planner.evaluate import evaluate_policy  # noqa: E402
+from planner.io.atomic import write_text  # noqa: E402
+from planner.evaluation.evaluate import evaluate_policy  # noqa: E402
 from planner.policies.bounded import Bounded  # noqa: E402
 from planner.generators import benchmark_domain  # noqa: E402
 

@@ -108,7 +108,7 @@ def new_module():
 def root_args(n_obs: int, n_states: int, depth: int, seed: int = SEED):
     """The positional arguments of ``expectimax`` at the root of a benchmark domain."""
     import planner
-    from planner.domain import Domain
+    from planner.model.domain import Domain
     from planner.generators import benchmark_domain
 
     node = planner.Session(Domain.from_dict(benchmark_domain(n_obs, n_states, seed=seed))).node
@@ -207,7 +207,7 @@ def check(quick: bool = False) -> dict:
     import planner
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
-    from planner.domain import Domain
+    from planner.model.domain import Domain
     from planner.generators import benchmark_domain
 
     sys.path.append(str(ROOT / "tests"))  # appended: tests/planner must not shadow planner

@@ -58,7 +58,7 @@ ROOT = HERE.parent
 import lookahead.search as search  # noqa: E402
 import planner  # noqa: E402
 from lookahead import reference  # noqa: E402
-from planner.domain import Domain  # noqa: E402
+from planner.model.domain import Domain  # noqa: E402
 from planner.policies.lookahead import Lookahead  # noqa: E402
 from planner.generators import benchmark_domain  # noqa: E402
 

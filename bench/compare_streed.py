@@ -251,9 +251,9 @@ def full_information_bound(ds) -> float:
 
 def ours_setup(ds):
     """``(compiled, root node)`` of the mapped domain (loaded with ``Domain.from_dict``)."""
-    from planner.admission import admit
+    from planner.gates.admission import admit
     from planner.compile import compile_domain
-    from planner.domain import Domain
+    from planner.model.domain import Domain
     from planner.node import root_node
 
     c = compile_domain(Domain.from_dict(domain_dict(ds)))
@@ -487,7 +487,7 @@ def full_lookahead(c, n):
 
 
 def compare(cases, depths, repeats, whole_repeats, log=print):
-    from planner.loader import MAX_JOINT_STATES
+    from planner.io.loader import MAX_JOINT_STATES
 
     rows = []
     for name, level in cases:

@@ -16,7 +16,7 @@ import pytest
 import planner
 from lookahead import reference
 from lookahead.search import expectimax
-from planner.domain import Domain
+from planner.model.domain import Domain
 from planner.policies.lookahead import Lookahead
 from planner.generators import benchmark_domain
 

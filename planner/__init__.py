@@ -10,11 +10,13 @@ The public API: load a domain, open a :class:`Session` with a policy (for a
 'approval_registry'
 """
 
-from planner import andor
-from planner.admission import Reason, admit
-from planner.caller import Caller
+from planner.evaluation import evaluate
+from planner.evaluation.evaluate import evaluate_policy
+from planner.gates import andor
+from planner.gates.admission import Reason, admit
+from planner.model.caller import Caller
 from planner.compile import CompiledDomain, compile_domain
-from planner.domain import DOMAINS, Domain, load_domain, shipped_domains
+from planner.model.domain import DOMAINS, Domain, load_domain, shipped_domains
 from planner.errors import (
     CallerError,
     DomainError,
@@ -27,7 +29,8 @@ from planner.errors import (
 )
 from planner.node import Candidate, Decision, Node, root_node
 from planner.policies import NoRetrieval, OneStepEVSI, Policy, StaticTopK, parse_policy
-from planner.session import STOP_REASONS, Observe, Session, Step, Stop, StopReason
+from planner.session.session import Observe, Session, Step
+from planner.session.stop import STOP_REASONS, Stop, StopReason
 
 __version__ = "0.1.0"
 
@@ -61,6 +64,8 @@ __all__ = [
     "admit",
     "andor",
     "compile_domain",
+    "evaluate",
+    "evaluate_policy",
     "load_domain",
     "parse_policy",
     "root_node",

@@ -1,4 +1,4 @@
-"""Compile a :class:`~planner.model.Domain` into flat, read-only numpy arrays.
+"""Compile a :class:`~planner.model.parts.Domain` into flat, read-only numpy arrays.
 
 This is the only module where names become indices. Axis letters used in every
 docstring of the project:
@@ -37,7 +37,7 @@ from lookahead.layout import (
     Facts,
 )
 from planner.errors import CallerError
-from planner.model import UNAVAILABLE, AllOf, AnyOf, Established, Returned
+from planner.model.parts import ESTABLISHING, UNAVAILABLE, AllOf, AnyOf, Established, Returned
 
 __all__ = ["CompiledDomain", "compile_domain", "case_table", "LikelihoodLayout", "likelihood_layout", "assemble",
            "same_structure"]
@@ -78,7 +78,7 @@ class CompiledDomain:
         Fact tables.
     """
 
-    domain: object  # planner.domain.Domain
+    domain: object  # planner.model.domain.Domain
     prop_names: tuple
     prop_values: tuple
     var_names: tuple
@@ -172,7 +172,7 @@ def case_table(cases, prop_pos: dict, value_pos: list) -> tuple:
 
     Parameters
     ----------
-    cases : sequence of planner.model.Case
+    cases : sequence of planner.model.parts.Case
         Matched in order (first match wins); ``when`` pairs ``(proposition, value)``.
     prop_pos : dict
         ``{proposition: index}`` in declaration order.
@@ -193,7 +193,7 @@ def case_table(cases, prop_pos: dict, value_pos: list) -> tuple:
     the mentioned propositions (the loader caps it, ``MAX_CASE_CHECKS``), never
     cases x joint states.
 
-    >>> from planner.model import Case
+    >>> from planner.model.parts import Case
     >>> pos, vals = {"x": 0, "y": 1}, [{"a": 0, "b": 1}, {"u": 0, "v": 1, "w": 2}]
     >>> axes, t = case_table([Case(when={"y": "v"}, value=1), Case(when={}, value=2)], pos, vals)
     >>> axes, t.tolist()
@@ -472,7 +472,7 @@ def _fact_tables(domain, prop_names, ix: _Index, obs_names, outcome_names, Y: in
     est_kind = np.full(O, EST_NONE, dtype=np.int64)
     est_value = np.full((O, Y), NO_VALUE, dtype=np.int64)
     for oi, o in enumerate(observations):
-        if o.role in ("establish", "supersede"):
+        if o.role in ESTABLISHING:
             p = prop_index[o.bears_on]
             est_prop[oi] = p
             est_kind[oi] = EST_ESTABLISH if o.role == "establish" else EST_SUPERSEDE

@@ -1,7 +1,7 @@
 """Seeded generators of domain files: the benchmark family, for benchmarks, ``planner bench generate`` and tests.
 
 :func:`benchmark_domain` returns a plain domain-file dict (what a YAML file
-parses to), which :meth:`planner.domain.Domain.from_dict` validates. The
+parses to), which :meth:`planner.model.domain.Domain.from_dict` validates. The
 speed benchmarks (``bench/``), ``planner bench generate``, the contract
 checks of :mod:`planner.testing` and the studies use it; the studies' own
 generators over named knobs live beside them, outside the package.

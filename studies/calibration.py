@@ -45,16 +45,16 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 import planner  # noqa: E402
-from planner.calibrate import PRIOR_STRENGTH, CalibrationError, calibrate, calibrated_data  # noqa: E402
-from planner.caller import Caller  # noqa: E402
+from planner.calibration.calibrate import PRIOR_STRENGTH, CalibrationError, calibrate, calibrated_data  # noqa: E402
+from planner.model.caller import Caller  # noqa: E402
 from planner.compile import compile_domain  # noqa: E402
-from planner.evaluate import expected_loss_under  # noqa: E402
-from planner.simulate import simulate_log  # noqa: E402
-from planner.store import open_log  # noqa: E402
+from planner.evaluation.evaluate import expected_loss_under  # noqa: E402
+from planner.session.simulate import simulate_log  # noqa: E402
+from planner.io.store import open_log  # noqa: E402
 from studies.distort import miscalibrated as wrong  # noqa: E402
 from studies.families import STUDY_PURPOSE, SUBJECT_ENTITLEMENTS, family_domain  # noqa: E402
 
-TRUE_PAYMENT = ROOT / "domains" / "truth" / "payment_release.yaml"
+TRUE_PAYMENT = planner.DOMAINS / "truth" / "payment_release.yaml"  # package data of the wheel
 SHIPPED = ("payment_release", "kyc_chain", "identity_registry", "refund_request", "complementary_signals")
 GENERATED = (("prerequisite", 1), ("unreliable_prereq", 0), ("heterogeneous", 0), ("complementary", 1))
 NS = (20, 50, 200, 1000)
@@ -70,7 +70,7 @@ def cases(quick: bool):
     for name in SHIPPED[:2] if quick else SHIPPED:
         d = planner.load_domain(name).raw
         if name == "payment_release":
-            truth = planner.domain.read_domain_file(TRUE_PAYMENT)
+            truth = planner.model.domain.read_domain_file(TRUE_PAYMENT)
             out.append(("payment_release (true file)", truth, {k: v for k, v in d.items() if k != "checks"}, {}))
         else:
             truth = {k: v for k, v in d.items() if k != "checks"}
@@ -204,7 +204,7 @@ def job(args):
 
 def jobs(quick: bool):
     out = []
-    truth = planner.domain.read_domain_file(TRUE_PAYMENT)
+    truth = planner.model.domain.read_domain_file(TRUE_PAYMENT)
     decl = {k: v for k, v in planner.load_domain("payment_release").raw.items() if k != "checks"}
     for strength in (PRIOR_STRENGTH, 10.0):
         for seed in range(5 if quick else 20):

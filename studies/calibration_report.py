@@ -106,7 +106,7 @@ def write(rows, folder, meta) -> None:
     L.append(f"Command: `{meta['command']}` ({meta['jobs']} jobs, wall time {meta['wall_s']:.0f} s, "
              f"{meta['date']}, {meta['machine']}). Every session is simulated into a real SQLite outcome log "
              "and read back (`planner simulate-log`'s and `planner calibrate`'s code); every loss is exact "
-             "(`planner.evaluate.expected_loss_under`: the policy decides on its model, outcomes happen with "
+             "(`planner.evaluation.evaluate.expected_loss_under`: the policy decides on its model, outcomes happen with "
              "the true domain's probabilities). Intervals are 90% t intervals over seeds.")
     L.append("")
     s = summary(rows)

@@ -25,6 +25,8 @@ import math
 
 import numpy as np
 
+from planner.model.parts import ESTABLISHING
+
 __all__ = ["OVER", "UNDER", "scale_row", "scale_likelihood", "scaled", "miscalibrated"]
 
 #: The declared domain's factors: establishing sources overconfident, the others underconfident.
@@ -85,6 +87,6 @@ def miscalibrated(data: dict, over: float = OVER, under: float = UNDER) -> dict:
     out = _without_checks(data)
     out["observations"] = {}
     for name, spec in data["observations"].items():
-        factor = over if spec["role"] in ("establish", "supersede") else under
+        factor = over if spec["role"] in ESTABLISHING else under
         out["observations"][name] = {**spec, "likelihood": scale_likelihood(spec["likelihood"], factor)}
     return out

@@ -1,7 +1,7 @@
 """The studies' seeded domain generator over named knobs, and the named families of the first depth study.
 
 It returns a plain domain-file dict (what a YAML file parses to), which
-:meth:`planner.domain.Domain.from_dict` validates and :func:`to_yaml` writes
+:meth:`planner.model.domain.Domain.from_dict` validates and :func:`to_yaml` writes
 out: :func:`generate_domain` (knobs, seed) over named :class:`Knobs`;
 :func:`family_domain` draws the knobs of one instance of a named family
 (:data:`FAMILIES`) and calls it. The calibration and model-error studies plan
@@ -62,7 +62,7 @@ where ``T`` is the action threshold's odds, between ``T / (L1 L2)`` and ``T / L1
 
 Examples
 --------
->>> from planner.domain import Domain
+>>> from planner.model.domain import Domain
 >>> k = family_knobs("prerequisite", 0)
 >>> k.chain_length >= 1
 True
@@ -145,7 +145,7 @@ class Knobs:
     signal_accuracy : float
         Mean P(signal agrees with the world) of the weak signals.
     required_facts : int
-        Facts ``act`` requires when gated (1: target; 2: target and identity).
+        Tally ``act`` requires when gated (1: target; 2: target and identity).
     gated : bool
         ``act`` requires established facts (False: it acts on belief).
     with_registry : bool
@@ -472,7 +472,7 @@ def generate_domain(knobs: Knobs, seed: int, *, name: str | None = None) -> dict
     -------
     dict
         Plain data (str, float, int, bool, list, dict) in the domain-file
-        format; pass it to :meth:`planner.domain.Domain.from_dict`, or
+        format; pass it to :meth:`planner.model.domain.Domain.from_dict`, or
         :func:`to_yaml` to write it.
 
     Examples

@@ -48,8 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.atomic import replacing_folder, write_bytes, write_text
-from planner.caller import Caller
+from planner.io.atomic import replacing_folder, write_bytes, write_text
+from planner.model.caller import Caller
 from planner.retrieval.acceptance import Losses, thresholds
 from planner.retrieval.pipeline import Retrieval, evaluate, shipped_calibrators
 from planner.retrieval.settlement import SETTLEMENTS

@@ -60,11 +60,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import planner  # noqa: E402
 from planner.compile import compile_domain  # noqa: E402
-from planner.domain import Domain  # noqa: E402
+from planner.model.domain import Domain  # noqa: E402
 from planner.errors import MAX_MESSAGE_CHARS, DomainError, PlannerError  # noqa: E402
-from planner.loader import MAX_FILE_BYTES, parse_domain_text, read_domain_file  # noqa: E402
+from planner.io.loader import MAX_FILE_BYTES, parse_domain_text, read_domain_file  # noqa: E402
 from planner.policies import DEFAULT_POLICY  # noqa: E402
-from planner.session import Session  # noqa: E402
+from planner.session.session import Session  # noqa: E402
 
 __all__ = ["Mutant", "make_mutant", "run_mutant", "cli_check", "fuzz", "TIME_LIMIT_S"]
 

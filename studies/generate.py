@@ -32,7 +32,7 @@ def _benchmark(argv) -> int:
     p.add_argument("--seed", type=int, default=1, help="default 1, the benchmark's")
     p.add_argument("--precondition-rate", type=float, default=0.25)
     args = p.parse_args(argv)
-    from planner.domain import Domain
+    from planner.model.domain import Domain
 
     data = benchmark_domain(args.n_obs, args.n_states, seed=args.seed, precondition_rate=args.precondition_rate)
     Domain.from_dict(data)  # validate

@@ -51,7 +51,7 @@ def map_jobs(fn, items, *, workers: int = 1, scheduler=None, on_done=None, key=N
             from distributed import Client, as_completed
         except ImportError:
             raise PlannerError("running on a Dask scheduler needs dask.distributed: "
-                               "pip install 'evidence-planner[dask]'") from None
+                               "pip install './studies[dask]'") from None
         own = not hasattr(scheduler, "submit")
         client = Client(scheduler) if own else scheduler
         try:

@@ -1,6 +1,6 @@
 """Measure one policy on one domain: exactly (every outcome path) or by replay with common random numbers.
 
-Exact measurement runs :func:`planner.evaluate.evaluate_policy` with the
+Exact measurement runs :func:`planner.evaluation.evaluate.evaluate_policy` with the
 policy wrapped in :class:`TimedPolicy`, which records, for every node the
 evaluation visits, the decision, the belief, the risk and the time the policy
 took to decide. From those records the policy's tree is walked again
@@ -8,7 +8,7 @@ took to decide. From those records the policy's tree is walked again
 
 - an independent recomputation of the expected total loss (it must equal the
   evaluator's to 1e-9: ``audit_diff``);
-- the independent audit of every path (:meth:`planner.audit.Audit.path_counts`):
+- the independent audit of every path (:meth:`planner.evaluation.audit.Audit.path_counts`):
   hard-limit breaches recomputed from the domain file's costs and limits, and
   forbidden acquisitions recomputed from its entitlements, purposes and ages
   (never from the session's own gates), plus acquisitions whose preconditions
@@ -18,7 +18,7 @@ took to decide. From those records the policy's tree is walked again
 - stop quality against V* (premature stops: the policy stops where the optimum
   continues, V* < R; wasteful continuations: it acquires where the optimum
   stops, V* = R);
-- acquisition harm against no retrieval (:mod:`planner.harm`: the
+- acquisition harm against no retrieval (:mod:`planner.evaluation.harm`: the
   probability that the prior's decision was right in the true world and the
   policy's final one is wrong, ``harm``, and the reverse, ``fixed``), plus the
   probability that the realised loss plus penalties exceeds the realised loss
@@ -31,7 +31,7 @@ Probabilities are over outcome paths (a stop leaf weighs its reach
 probability ``tn.prob``) or, for escalation, over (path, true state) pairs
 (weight ``tn.prob * belief[s]``, the leaf's posterior being the conditional
 law of the hidden state given the path). "Established" at a leaf is read by
-the independent audit (:meth:`planner.audit.Audit.status` of the path's
+the independent audit (:meth:`planner.evaluation.audit.Audit.status` of the path's
 outcomes): a proposition is established when a current (not stale)
 ``establish`` / ``supersede`` record on the path reports a value of it and no
 other current source of the same rank contradicts it; ``inform`` records never
@@ -113,10 +113,11 @@ import numpy as np
 
 from lookahead.layout import NO_EXPR
 from planner.errors import PlannerError, SessionError
-from planner.evaluate import correct_actions, evaluate_policy
+from planner.tolerances import VALUE_TOL
+from planner.evaluation.evaluate import correct_actions, evaluate_policy
 from planner.node import root_node
 from planner.policies.base import Policy
-from planner.simulate import inverse_cdf
+from planner.session.simulate import inverse_cdf
 
 __all__ = [
     "TIMING_COLUMNS",
@@ -136,7 +137,7 @@ __all__ = [
 #: Columns that depend on wall-clock time (excluded when comparing runs).
 TIMING_COLUMNS = ("lat_median_ms", "lat_p95_ms", "lat_max_ms", "planning_ms_per_episode")
 
-_TOL = 1e-9
+_TOL = VALUE_TOL
 
 
 class _Record:
@@ -373,9 +374,9 @@ def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_ac
     ----------
     compiled : CompiledDomain
     policy : Policy
-    audit : planner.audit.Audit
+    audit : planner.evaluation.audit.Audit
         The independent audit of the domain file, for the caller.
-    caller : planner.caller.Caller, optional
+    caller : planner.model.caller.Caller, optional
     optimal : OptimalValues, optional
         For stop quality and route regret.
     none_action : int, optional
@@ -384,7 +385,7 @@ def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_ac
         Time each decision this many times and keep the fastest.
     max_nodes : int, optional
         Cap on the distinct nodes the exact evaluation visits (default the
-        evaluator's, :data:`planner.evaluate.MAX_EVAL_NODES`); past it a
+        evaluator's, :data:`planner.evaluation.evaluate.MAX_EVAL_NODES`); past it a
         :class:`~planner.errors.PlannerError` says so.
     work_cap : int, optional
         Stop (:class:`EvaluationCapped`) once the policy's decisions have
@@ -400,7 +401,7 @@ def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_ac
     Examples
     --------
     >>> import planner
-    >>> from planner.audit import Audit
+    >>> from planner.evaluation.audit import Audit
     >>> d = planner.load_domain("payment_release")
     >>> m = measure_exact(planner.compile_domain(d), planner.parse_policy("one-step"), audit=Audit(d.raw))
     >>> round(m["total_loss"], 4), m["breach_paths"], m["forbidden"], m["leaves"]
@@ -601,7 +602,7 @@ def measure_mc(compiled, admission, policy, states, uniforms, *, audit, none_act
     Examples
     --------
     >>> import planner
-    >>> from planner.audit import Audit
+    >>> from planner.evaluation.audit import Audit
     >>> d = planner.load_domain("payment_release")
     >>> c = planner.compile_domain(d)
     >>> states, u = draw_episodes(c, 400, 1)
@@ -713,7 +714,7 @@ def measure_mc(compiled, admission, policy, states, uniforms, *, audit, none_act
 def loss_bounds(compiled, policy, caller=None, *, max_nodes: int, work_cap: int) -> tuple:
     """``(lower, upper)`` bounds on `policy`'s expected total loss, from its tree evaluated up to the caps.
 
-    The walk of :func:`planner.evaluate.fold_policy_tree` (the policy's own
+    The walk of :func:`planner.evaluation.evaluate.fold_policy_tree` (the policy's own
     choices through every outcome of positive probability, memoised on the
     node), with interval values: a stop is exact (``R(n)``), an acquisition is
     its penalty plus the probability-weighted intervals of its children. Once
@@ -736,8 +737,8 @@ def loss_bounds(compiled, policy, caller=None, *, max_nodes: int, work_cap: int)
     True
     """
     from lookahead.layout import NOT_TAKEN
-    from planner.evaluate import policy_children
-    from planner.session import Session
+    from planner.evaluation.evaluate import policy_children
+    from planner.session.session import Session
 
     s = Session(compiled, policy, caller=caller)
     c = s.compiled

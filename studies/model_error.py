@@ -9,7 +9,7 @@ study's caller) and a few ``wide_domain(seed, instance)`` cases whose
 skipped, counted and reported).
 
 Models the policies plan on, every loss scored exactly under the truth
-(``planner.evaluate.expected_loss_under``):
+(``planner.evaluation.evaluate.expected_loss_under``):
 
 - **scaled**: every likelihood row's log-odds multiplied by lambda in
   ``LAMBDAS`` (all sources alike; lambda < 1 under-, lambda > 1 overconfident;
@@ -46,10 +46,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 import planner  # noqa: E402
 from studies.calibration import _simulate, wrong  # noqa: E402
-from planner.calibrate import PRIOR_STRENGTH, CalibrationError, calibrate, calibrated_data  # noqa: E402
-from planner.caller import Caller  # noqa: E402
+from planner.calibration.calibrate import PRIOR_STRENGTH, CalibrationError, calibrate, calibrated_data  # noqa: E402
+from planner.model.caller import Caller  # noqa: E402
 from planner.compile import compile_domain  # noqa: E402
-from planner.evaluate import evaluate_policy, expected_loss_under  # noqa: E402
+from planner.evaluation.evaluate import evaluate_policy, expected_loss_under  # noqa: E402
 from studies.families import STUDY_PURPOSE, SUBJECT_ENTITLEMENTS, family_domain  # noqa: E402
 from studies.distort import scaled  # noqa: E402
 from studies.wide import wide_domain  # noqa: E402

@@ -3,7 +3,7 @@
 For generator seeds 0-4 and N instances per seed
 (:func:`studies.wide.wide_instance`), computes exactly
 
-- J(none) and J(one-step) (:func:`planner.evaluate.evaluate_policy`);
+- J(none) and J(one-step) (:func:`planner.evaluation.evaluate.evaluate_policy`);
 - the optimum V*: the default planner ``bounded`` at the root (its
   ``policy_info``: ``certified`` and ``interval``); where it does not certify,
   its own exhaustive phase (the memoised full-depth search, the ``lookahead``
@@ -40,12 +40,13 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from planner.tolerances import VALUE_TOL
 
 #: Non-myopic value is material above this many loss units (and above 1e-9). One acquisition's
 #: calls penalty alone is 0.05 here (studies.families.WEIGHTS); 0.01 is a fifth of it.
 MATERIAL = 0.01
 #: Equal within this (certification tolerance and the regret's atol).
-ATOL = 1e-9
+ATOL = VALUE_TOL
 #: Node cap of the second, exhaustive-only attempt at V* (the depth study's own: studies.depth.run.vstar).
 from studies.depth.run import EXHAUSTIVE_CAP  # noqa: E402
 SEEDS = (0, 1, 2, 3, 4)
@@ -58,9 +59,9 @@ FIELDS = ["seed", "instance", "n_admitted", "chain_length", "or_steps", "informa
 
 def _case(args):
     seed, instance = args
-    from planner.caller import Caller
-    from planner.domain import Domain
-    from planner.evaluate import evaluate_policy
+    from planner.model.caller import Caller
+    from planner.model.domain import Domain
+    from planner.evaluation.evaluate import evaluate_policy
     from studies.depth.run import vstar
     from studies.families import SUBJECT_ENTITLEMENTS
     from studies.wide import wide_instance

@@ -23,7 +23,7 @@ class OptimalValues:
     Parameters
     ----------
     compiled : planner.compile.CompiledDomain
-    admission : planner.admission.Admission
+    admission : planner.gates.admission.Admission
     max_nodes : int
         Node cap of the root search; past it :attr:`feasible` is False.
 

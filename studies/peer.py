@@ -51,7 +51,7 @@ import attrs
 import numpy as np
 
 from planner.node import root_node
-from planner.simulate import inverse_cdf
+from planner.session.simulate import inverse_cdf
 
 __all__ = ["DEFAULT_EXPLORATION_SCALES", "ROLLOUTS", "ExplorationTuning", "available", "loss_range", "run_pouct",
            "tune_exploration"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 
-from planner.atomic import write_bytes
+from planner.io.atomic import write_bytes
 
 __all__ = ["write_csv", "read_csv"]
 
@@ -28,8 +28,8 @@ def _columns(rows) -> list:
 def write_csv(rows, path) -> None:
     r"""Write rows (dicts) to CSV, columns in order of first appearance; floats at full precision.
 
-    The file is replaced atomically (:func:`planner.atomic.write_bytes`): a
-    failure raises :class:`~planner.atomic.OutputError` and leaves the
+    The file is replaced atomically (:func:`planner.io.atomic.write_bytes`): a
+    failure raises :class:`~planner.io.atomic.OutputError` and leaves the
     previous file as it was.
 
     >>> import tempfile, pathlib

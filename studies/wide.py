@@ -10,7 +10,7 @@ is something the measurement finds out (:mod:`studies.nonmyopic_share`).
 - :func:`wide_knobs` (rng): one draw of every knob (a :class:`WideKnobs`);
 - :func:`wide_instance` (seed, instance): the knobs and the domain-file dict of
   one case; :func:`wide_domain` (seed, instance) the dict alone, which
-  :meth:`planner.domain.Domain.from_dict` validates and
+  :meth:`planner.model.domain.Domain.from_dict` validates and
   :func:`studies.families.to_yaml` writes out.
 
 A (seed, instance) pair names one case exactly: the knobs are drawn from
@@ -75,7 +75,7 @@ and the benchmark counts those cases instead of dropping them.
 
 Examples
 --------
->>> from planner.domain import Domain
+>>> from planner.model.domain import Domain
 >>> k, d = wide_instance(0, 3)
 >>> Domain.from_dict(d).name
 'wide-s0-i0003'
@@ -439,9 +439,9 @@ def admitted_count(data: dict) -> int:
     >>> admitted_count(d) == k.n_admitted
     True
     """
-    from planner.admission import prepare
-    from planner.caller import Caller
-    from planner.domain import Domain
+    from planner.gates.admission import prepare
+    from planner.model.caller import Caller
+    from planner.model.domain import Domain
     from studies.families import SUBJECT_ENTITLEMENTS
 
     _, adm = prepare(Domain.from_dict(data), Caller(entitlements=SUBJECT_ENTITLEMENTS))

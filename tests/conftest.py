@@ -74,19 +74,19 @@ def tiny_dict(**overrides) -> dict:
 
 
 # --------------------------------------------------------------------------
-# calibrated domains (planner.calibrate): for conservative planning
+# calibrated domains (planner.calibration.calibrate): for conservative planning
 
 
 def calibrated(domain, sessions, **options):
     """`domain` calibrated on the logged `sessions` (mappings with ``acquisitions`` and ``resolution``)."""
-    from planner.calibrate import calibrate, calibrated_data
+    from planner.calibration.calibrate import calibrate, calibrated_data
 
     return planner.Domain.from_dict(calibrated_data(calibrate(domain, sessions, **options), date="2026-12-01"))
 
 
 def simulated_log(domain, policy, n: int, *, first_seed: int = 0) -> list:
     """`n` resolved sessions of `policy` on `domain`, simulated with seeds ``first_seed, first_seed + 1, ...``."""
-    from planner.simulate import simulate
+    from planner.session.simulate import simulate
 
     log = []
     for k in range(first_seed, first_seed + n):
@@ -118,7 +118,7 @@ def cal_payment(payment):
     """The payment case calibrated on 60 sessions: wide enough posteriors that conservatism matters.
 
     The conservative tests' scenarios were built at prior strength 10; the fixtures name it, so that
-    the library's default (:data:`planner.calibrate.PRIOR_STRENGTH`) can change without moving them.
+    the library's default (:data:`planner.calibration.calibrate.PRIOR_STRENGTH`) can change without moving them.
     """
     return calibrated(payment, payment_log(60), prior_strength=10.0)
 
@@ -140,3 +140,13 @@ def cal_second_copy():
     """second_copy (two records of one lineage) calibrated on 20 sessions of the one-step rule."""
     d = planner.load_domain(DOMAINS / "second_copy.yaml")
     return calibrated(d, simulated_log(d, "one-step", 20), prior_strength=10.0)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The studies' doctests run parts of the studies (a case of the depth study): slow, like the studies' tests.
+
+    (A doctest cannot carry ``@pytest.mark.slow``; every other slow test is marked where it is written.)
+    """
+    for item in items:
+        if item.nodeid.startswith("studies/"):
+            item.add_marker(pytest.mark.slow)

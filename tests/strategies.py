@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from planner.model.parts import ESTABLISHING
+
 __all__ = ["domain_dicts", "distribution"]
 
 
@@ -74,7 +76,7 @@ def domain_dicts(draw, *, max_observations=5, allow_lineage=True, allow_failure=
         else:
             p = draw(st.sampled_from(sorted(props)))
             role = draw(st.sampled_from(["establish", "establish", "inform", "supersede", "corroborate"]))
-            if role in ("establish", "supersede"):
+            if role in ESTABLISHING:
                 outs = list(props[p])
             else:
                 outs = ["pos", "neg"] if draw(st.booleans()) else ["pos", "neg", "meh"]

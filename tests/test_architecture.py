@@ -19,7 +19,7 @@ import networkx as nx
 import pytest
 
 import planner
-from planner.session import STOP_REASONS
+from planner.session.stop import STOP_REASONS
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("planner", "lookahead")
@@ -187,7 +187,7 @@ def test_the_facts_grep_can_fail():
 def test_no_code_parses_a_reason_string():
     texts = ("budget exceeded", "precondition unmet", "permission denied", "purpose mismatch", "stale for this")
     found = []
-    for name, i, code in _source_lines(("planner.admission",)):
+    for name, i, code in _source_lines(("planner.gates.admission",)):
         if any(t in code for t in texts) and re.search(r"startswith|removeprefix|split\(|partition|\bin\s+\w*reason", code):
             found.append((name, i, code.strip()))
     assert found == []
@@ -216,7 +216,7 @@ def test_one_audit_module_reads_the_raw_domain():
             if isinstance(node, ast.Attribute) and node.attr == "raw" and isinstance(node.value, ast.Name) \
                     and node.value.id in ("domain", "d"):
                 readers.add(name)
-    assert readers <= {"planner.audit", "planner.domain"}, readers
+    assert readers <= {"planner.evaluation.audit", "planner.model.domain"}, readers
 
 
 def test_stop_reasons_are_declared_once():

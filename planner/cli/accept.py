@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import json
 
-from planner.atomic import write_text
-from planner.caller import Caller
+from planner.io.atomic import write_text
+from planner.model.caller import Caller
 from planner.cli.common import Once, parse_pairs, quote
 from planner.errors import PlannerError
 

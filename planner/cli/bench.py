@@ -12,11 +12,11 @@ import sys
 
 import yaml
 
-from planner.atomic import OutputError, write_text
-from planner.domain import Domain
+from planner.io.atomic import OutputError, write_text
+from planner.model.domain import Domain
 from planner.errors import DomainError, PlannerError
 from planner.generators import benchmark_domain
-from planner.loader import MAX_JOINT_STATES
+from planner.io.loader import MAX_JOINT_STATES
 
 __all__ = ["register", "load_study"]
 
@@ -124,7 +124,7 @@ def register(sub) -> None:
     d.add_argument("--workers", type=int, metavar="N",
                    help="local worker processes (default: 2 cores at most; 1 with --quick)")
     d.add_argument("--scheduler", metavar="ADDRESS",
-                   help="run the cases on a Dask distributed scheduler (needs the dask extra)")
+                   help="run the cases on a Dask distributed scheduler (needs the studies' dask extra)")
     d.add_argument("--no-peer", action="store_true", help="skip the pomdp_py POUCT peer")
     d.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     d.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from planner.atomic import write_text
-from planner.calibrate import METHODS, PRIOR_STRENGTH, calibrate, calibrated_data, dump_domain
+from planner.io.atomic import write_text
+from planner.calibration.calibrate import METHODS, PRIOR_STRENGTH, calibrate, calibrated_data, dump_domain
 from planner.cli.common import Once, add_caller_args, caller_from_args, compile_note, policy_from_args, progress_bar
-from planner.domain import load_domain
+from planner.model.domain import load_domain
 from planner.errors import PlannerError
 from planner.policies import DEFAULT_POLICY
-from planner.store import open_log
+from planner.io.store import open_log
 
 __all__ = ["register"]
 
@@ -32,8 +32,8 @@ def cmd_simulate_log(args) -> int:
     rate = _rate(args.resolve)
     if args.sessions < 0:
         raise PlannerError(f"--sessions {args.sessions}: must be 0 or more")
-    from planner.session import Session
-    from planner.simulate import simulate_log
+    from planner.session.session import Session
+    from planner.session.simulate import simulate_log
 
     compile_note()
     # Everything that can be refused is refused before the log file is touched.
@@ -67,7 +67,7 @@ def cmd_calibrate(args) -> int:
               f"prior strength {result.prior_strength:g}).\nThe likelihoods are posterior means; the calibration "
               "block says where they came from (docs/calibration.md).")
     text = dump_domain(data, header)
-    from planner.domain import Domain
+    from planner.model.domain import Domain
 
     Domain.from_dict(data)  # what is written loads: a defect here is ours, never the user's file
     say = sys.stderr if args.out is None else sys.stdout
@@ -80,12 +80,12 @@ def cmd_calibrate(args) -> int:
           f"({result.resolved} resolved), method {result.method}"
           + (f", written to {args.out}" if args.out else ""), file=say)
     if args.report:
-        from planner.calibration_report import write_report
+        from planner.calibration.report import write_report
 
         names = write_report(result, sessions, args.report)
         print(f"report: {', '.join(names)} in {args.report}", file=say)
     else:
-        from planner.calibration_report import report_text
+        from planner.calibration.report import report_text
 
         text = report_text(result, sessions)
         summary = [line for line in text.splitlines() if line.startswith("**")]

@@ -12,7 +12,7 @@ import difflib
 import json
 import sys
 
-from planner.caller import Caller
+from planner.model.caller import Caller
 from planner.errors import PlannerError, ReceiptError
 from planner.policies import DEFAULT_POLICY, parse_policy
 from planner.policies.registry import policy_help
@@ -153,10 +153,10 @@ def write_picture(graph, fmt: str, output, flag: str = "--format") -> str | None
     """Render `graph` as `fmt` (mermaid, dot, png) into `output` (atomically), or return the text when no file.
 
     Raises a one-line :class:`PlannerError` for a PNG without a file, and
-    :class:`planner.atomic.OutputError` when the file cannot be written.
+    :class:`planner.io.atomic.OutputError` when the file cannot be written.
     """
-    from planner.atomic import write_text
-    from planner.export import draw_png, to_dot, to_mermaid
+    from planner.io.atomic import write_text
+    from planner.drawing.export import draw_png, to_dot, to_mermaid
 
     if fmt == "png":
         if not output:
@@ -233,7 +233,7 @@ def parse_time(text: str | None, flag: str = "--decision-time"):
 
 
 def caller_from_args(args) -> Caller:
-    """The :class:`~planner.caller.Caller` the options describe."""
+    """The :class:`~planner.model.caller.Caller` the options describe."""
     return Caller(entitlements=args.entitlement, purpose=args.purpose,
                   decision_time=parse_time(getattr(args, "decision_time", None)), limits=parse_limits(args.limit))
 

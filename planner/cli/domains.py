@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.andor import flow_graph
-from planner.caller import Caller
-from planner.check import parse_checks, run_check
+from planner.gates.andor import flow_graph
+from planner.model.caller import Caller
+from planner.evaluation.check import parse_checks, run_check
 from planner.cli.common import Once, warn_unknown_caller, write_picture
 from planner.compile import compile_domain
-from planner.domain import DOMAINS, load_domain
+from planner.model.domain import DOMAINS, load_domain
 from planner.errors import DomainError, PlannerError
-from planner.prerequisites import availability_warnings
+from planner.gates.prerequisites import availability_warnings
 
 __all__ = ["register", "check_paths", "expand_paths"]
 
@@ -44,7 +44,7 @@ def expand_paths(paths) -> list:
     Files and shipped names pass through as given; an empty folder is a
     one-line error. ``validate`` and ``check`` both read their arguments so.
 
-    >>> from planner.domain import DOMAINS
+    >>> from planner.model.domain import DOMAINS
     >>> [p.name for p in expand_paths([DOMAINS])][:2]
     ['acceptance_threshold.yaml', 'bridge_status_dispatch.yaml']
     """

@@ -14,9 +14,9 @@ from planner.cli.common import (
     warn_unknown_caller,
 )
 from planner.cli.format import format_evaluations, format_harms
-from planner.domain import load_domain
-from planner.evaluate import evaluate_policy, expected_loss_under
-from planner.harm import AcquisitionHarm
+from planner.model.domain import load_domain
+from planner.evaluation.evaluate import evaluate_policy, expected_loss_under
+from planner.evaluation.harm import AcquisitionHarm
 from planner.policies import DEFAULT_POLICY
 
 __all__ = ["register"]

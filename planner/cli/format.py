@@ -19,7 +19,7 @@ def num(x) -> str:
     """
     if x is None:
         return "-"
-    if abs(x) < 5e-13:
+    if abs(x) < 5e-4:  # what rounds to 0 at three decimals prints as 0.000, never -0.000
         x = 0.0
     return f"{x:.3f}"
 
@@ -235,10 +235,10 @@ def _dist(pairs, fmt=str) -> str:
 
 
 def format_evaluations(evals) -> str:
-    """A comparison table of :class:`~planner.evaluate.PolicyEvaluation` results, then their distributions.
+    """A comparison table of :class:`~planner.evaluation.evaluate.PolicyEvaluation` results, then their distributions.
 
     >>> import planner
-    >>> from planner.evaluate import evaluate_policy
+    >>> from planner.evaluation.evaluate import evaluate_policy
     >>> d = planner.load_domain("identity_registry")
     >>> print(format_evaluations([evaluate_policy(d, "one-step")]))  # doctest: +NORMALIZE_WHITESPACE
     domain identity_registry
@@ -269,7 +269,7 @@ def format_harms(harms) -> str:
     """One line per policy, as ``planner evaluate`` prints them under its table.
 
     >>> import planner
-    >>> from planner.harm import acquisition_harm
+    >>> from planner.evaluation.harm import acquisition_harm
     >>> d = planner.load_domain("payment_release")
     >>> print(format_harms([acquisition_harm(d, "one-step")]))  # doctest: +NORMALIZE_WHITESPACE
       one-step: acquisition harm 0.0045 (right on the prior -> wrong), fixed 0.5445 (wrong -> right);

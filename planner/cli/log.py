@@ -16,7 +16,7 @@ import attrs
 
 from planner.cli.common import Once, parse_time
 from planner.errors import PlannerError, one_line
-from planner.store import open_log
+from planner.io.store import open_log
 
 __all__ = ["register", "session_line", "summary_line"]
 
@@ -31,9 +31,9 @@ def _pairs(mapping: dict) -> str:
 
 
 def session_line(s) -> str:
-    """One line for a :class:`~planner.store.LoggedSession`: id, domain, policy, acquisitions, stop, resolution.
+    """One line for a :class:`~planner.io.store.LoggedSession`: id, domain, policy, acquisitions, stop, resolution.
 
-    >>> from planner.store import LoggedAcquisition, LoggedSession
+    >>> from planner.io.store import LoggedAcquisition, LoggedSession
     >>> a = LoggedAcquisition(index=0, observation="approval_registry", outcome="pending", unplanned=False,
     ...                       cost={}, note=None)
     >>> s = LoggedSession(id=3, uuid="u", domain="payment_release", content_hash="h", world={}, policy="bounded",

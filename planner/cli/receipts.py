@@ -1,7 +1,7 @@
 """``planner replay`` and ``planner redact``: receipts after the fact.
 
 A receipt file is read and checked against its schema first
-(:func:`planner.receipt.read_receipt`); every problem with it is one line
+(:func:`planner.session.receipt.read_receipt`); every problem with it is one line
 ``planner: error: <file>: <what, with the JSON path>``, exit status 2. Replay
 prints ``match: ...`` (exit 0) or the first mismatch (exit 1).
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 
-from planner.domain import load_domain
+from planner.model.domain import load_domain
 from planner.errors import ReceiptError
-from planner.receipt import quote, read_receipt
-from planner.redact import redact_receipt
-from planner.replay import replay
+from planner.session.receipt import quote, read_receipt
+from planner.session.redact import redact_receipt
+from planner.session.replay import replay
 
 __all__ = ["register"]
 

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from planner.atomic import write_text
+from planner.io.atomic import write_text
 from planner.cli.common import (
     compile_note,
     Once,
@@ -21,12 +21,13 @@ from planner.cli.common import (
 )
 from planner.cli.format import (belief_text, format_table, format_trace, interval_label, num, planning_text,
                                  policy_lines, value_label)
-from planner.domain import load_domain
+from planner.model.domain import load_domain
 from planner.errors import PlannerError, WorldError
-from planner.export import acquisition_tree, plan_graph
-from planner.receipt import _jsonable  # the receipts' own conversion of policy info (numpy, non-finite)
-from planner.session import Session, Stop
-from planner.simulate import hidden_state, simulate
+from planner.drawing.export import acquisition_tree, plan_graph
+from planner.session.receipt import _jsonable  # the receipts' own conversion of policy info (numpy, non-finite)
+from planner.session.session import Session
+from planner.session.stop import Stop
+from planner.session.simulate import hidden_state, simulate
 
 __all__ = ["register", "explain_json"]
 

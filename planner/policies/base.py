@@ -7,14 +7,14 @@ import numpy as np
 
 from lookahead.core import TIE
 
-__all__ = ["Policy", "pick_best", "positive_int"]
+__all__ = ["Policy", "pick_best", "best_of", "positive_int"]
 
 
 class Policy:
     """A policy: ``decide(node) -> Decision``.
 
     **The contract** every policy keeps, and that the session, exact
-    evaluation (:mod:`planner.evaluate`), acquisition harm, replay and the
+    evaluation (:mod:`planner.evaluation.evaluate`), acquisition harm, replay and the
     depth study rely on:
 
     1. *A decision is a deterministic function of the node*: the same node
@@ -164,11 +164,28 @@ def pick_best(net, penalty, mask, *, tie: float = TIE) -> int | None:
     True
     """
     idx = [o for o in range(len(mask)) if mask[o] and np.isfinite(net[o])]
+    if not idx or max(net[o] for o in idx) <= tie:
+        return None
+    return best_of(net, penalty, idx, tie=tie)
+
+
+def best_of(score, penalty, candidates, *, tie: float = TIE) -> int | None:
+    """The tie rule, once: the largest `score` among `candidates`, ties within `tie`, then lower penalty, then file order.
+
+    Every policy that picks among observations calls this (through
+    :func:`pick_best` when stopping competes): values within `tie` (absolute,
+    default :data:`~lookahead.core.TIE`) are tied, then the lower penalty
+    (within TIE) wins, then the one declared first. None when no candidate
+    has a finite score.
+
+    >>> best_of(np.array([2.0, 2.0, 1.0]), np.array([0.5, 0.1, 0.0]), [0, 1, 2])
+    1
+    >>> best_of(np.array([1.0, np.inf]), np.array([0.0, 0.0]), [])
+    """
+    idx = [o for o in candidates if np.isfinite(score[o])]
     if not idx:
         return None
-    best = max(net[o] for o in idx)
-    if best <= tie:
-        return None
-    tied = [o for o in idx if net[o] >= best - tie]
+    best = max(score[o] for o in idx)
+    tied = [o for o in idx if score[o] >= best - tie]
     low = min(penalty[o] for o in tied)
     return next(o for o in tied if penalty[o] <= low + TIE)

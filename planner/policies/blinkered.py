@@ -12,9 +12,10 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from lookahead.core import BUDGET_TOL, TIE
+from lookahead.core import TIE
+from planner.gates.budget import affordable
 from planner.node import Decision
-from planner.policies.base import Policy, pick_best, positive_int
+from planner.policies.base import Policy, best_of, pick_best, positive_int
 from planner.policies.onestep import one_step_table
 
 __all__ = ["Blinkered", "batch_value", "greedy_batches"]
@@ -63,7 +64,7 @@ def greedy_batches(node, net, k_max: int) -> dict:
     for o in order:
         if len(chosen) >= k_max:
             break
-        if np.all(total + c.cost[o] <= c.limits + BUDGET_TOL):
+        if affordable(total, c.cost[o], c.limits):
             chosen.append(o)
             total = total + c.cost[o]
             if len(chosen) >= 2:
@@ -77,10 +78,7 @@ def _ranked(node, net) -> list:
     left = [o for o in range(len(c.obs_names)) if node.eligible[o] and np.isfinite(net[o])]
     order = []
     while left:
-        best = max(net[o] for o in left)
-        tied = [o for o in left if net[o] >= best - TIE]
-        low = min(c.penalty[o] for o in tied)
-        o = next(o for o in tied if c.penalty[o] <= low + TIE)
+        o = best_of(net, c.penalty, left)
         order.append(o)
         left.remove(o)
     return order

@@ -1,11 +1,11 @@
 """Conservative planning under uncertain likelihoods: act only on a value that survives the posterior.
 
-A calibrated domain (``planner calibrate``, :mod:`planner.calibrate`) holds
+A calibrated domain (``planner calibrate``, :mod:`planner.calibration.calibrate`) holds
 posterior-mean likelihoods and, per likelihood row, the Dirichlet posterior
 they are the mean of (a Beta posterior for each failure rate). Planning on the
 domain as written is planning on the posterior mean. The wrapper here plans
 *conservatively*: it draws whole likelihood tables from the posterior
-(:func:`planner.calibrate.posterior_draws`, seeded, once per compiled domain)
+(:func:`planner.calibration.calibrate.posterior_draws`, seeded, once per compiled domain)
 and lets the base policy's choice stand only where the value of acquiring it
 stays above its cost in all but the lowest `quantile` of the draws.
 
@@ -36,7 +36,7 @@ kept (numpy's default, linear, quantile) and ties within
    those whose net at the posterior mean is positive too), ties broken by
    :func:`~planner.policies.base.pick_best` (lower penalty, then file order);
 5. otherwise it stops (``no_positive_value``, or whatever
-   :func:`planner.session.stop_at` finds), never as a policy limit. Where
+   :func:`planner.session.session.stop_at` finds), never as a policy limit. Where
    every draw is dropped nothing can pass step 3 or 4, so it stops too.
 
 So an observation is acquired only when the lower quantile of its value over
@@ -52,7 +52,8 @@ import numpy as np
 from lookahead.core import TIE, evsi_all
 from lookahead.layout import NOT_TAKEN
 from lookahead.search import SearchCapExceeded, expectimax
-from planner.calibrate import posterior_draws
+from planner.tolerances import PROB_TOL
+from planner.calibration.calibrate import posterior_draws
 from planner.errors import PolicyError, SearchCapError
 from planner.node import Decision
 from planner.policies.base import Policy, pick_best
@@ -112,7 +113,7 @@ def _plan_net(node, plan: dict, belief, lik) -> float | None:
             if sub is None:
                 return None
             total += sub
-        if seen < float(q.sum()) * (1.0 - 1e-9):  # the draw reaches an outcome the plan does not cover
+        if seen < float(q.sum()) * (1.0 - PROB_TOL):  # the draw reaches an outcome the plan does not cover
             return None
         return total
 
@@ -265,7 +266,7 @@ class Conservative(Policy):
     0 across the draws (its 5% to 95% interval), so the base's choice stands.
 
     >>> import numpy as np, planner
-    >>> from planner.calibrate import calibrate, calibrated_data
+    >>> from planner.calibration.calibrate import calibrate, calibrated_data
     >>> d = planner.load_domain("payment_release")
     >>> planner.Session(d, "conservative").next()
     Traceback (most recent call last):
@@ -281,7 +282,7 @@ class Conservative(Policy):
 
     See Also
     --------
-    planner.calibrate.posterior_draws : the draws.
+    planner.calibration.calibrate.posterior_draws : the draws.
     planner.policies.base.pick_best : the tie rule of the fall-back.
     docs/conservative-planning.md : the rule, the defaults, the cost, reading the interval column.
     """

@@ -14,7 +14,7 @@ import numpy as np
 
 from lookahead.core import TIE, evpi, reachable_actions
 from planner.node import Candidate, Decision
-from planner.policies.base import Policy
+from planner.policies.base import Policy, best_of
 
 __all__ = ["DecisionRegion", "decision_regions", "edge_mass", "edge_gains"]
 
@@ -129,10 +129,10 @@ class DecisionRegion(Policy):
             key = {o: gains[o] for o in free}
         else:
             key = {o: gains[o] / c.penalty[o] for o in idx}
-        best = max(key.values())
-        tied = [o for o in key if key[o] >= best - TIE * max(1.0, abs(best))]
-        low = min(c.penalty[o] for o in tied)
-        o = next(o for o in tied if c.penalty[o] <= low + TIE)
+        score = np.full(len(gains), -np.inf)
+        for o, v in key.items():
+            score[o] = v
+        o = best_of(score, c.penalty, list(key))
         return o if values[o] - c.penalty[o] > TIE else None
 
     def decide(self, node):

@@ -6,7 +6,7 @@ approval registry needs. The rule scores each such observation as if unlocked,
 discounted by the probability that its cheapest prerequisite plan succeeds, and
 charged for the whole plan; it follows that plan when the score is positive and
 beats every observation available now. No search: one plan per blocked target,
-from :func:`planner.prerequisites.cheapest_prerequisite_plan`.
+from :func:`planner.gates.prerequisites.cheapest_prerequisite_plan`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import numpy as np
 
 from lookahead.core import TIE, evsi
 from lookahead.layout import NOT_TAKEN
-from planner.admission import PRECONDITION
-from planner.andor import precondition_graph
+from planner.gates.admission import PRECONDITION
+from planner.gates.andor import precondition_graph
 from planner.node import Decision
 from planner.policies.base import Policy, pick_best
 from planner.policies.onestep import one_step_table
-from planner.prerequisites import cheapest_prerequisite_plan
+from planner.gates.prerequisites import cheapest_prerequisite_plan
 
 __all__ = ["DependencyRule", "blocked_by_preconditions_only", "unlock_scores"]
 
@@ -54,7 +54,7 @@ def unlock_scores(node) -> dict:
     -------
     dict
         ``{o: (score, unlocked_value, plan)}`` in file order (plan a
-        :class:`~planner.prerequisites.PrerequisitePlan`).
+        :class:`~planner.gates.prerequisites.PrerequisitePlan`).
 
     Examples
     --------

@@ -37,12 +37,12 @@ import numpy as np
 from lookahead.core import TIE, affordable, evsi
 from lookahead.layout import NOT_TAKEN
 from lookahead.search import SearchCapExceeded, plan_from
-from planner.andor import precondition_graph
+from planner.gates.andor import precondition_graph
 from planner.errors import PolicyError, SearchCapError
 from planner.node import Candidate, Decision
 from planner.policies.base import Policy, pick_best, positive_int
 from planner.policies.plans import named_plan, plan_text
-from planner.prerequisites import cheapest_prerequisite_plan, prerequisite_depth
+from planner.gates.prerequisites import cheapest_prerequisite_plan, prerequisite_depth
 
 __all__ = ["Lookahead", "MAX_AUTO_DEPTH", "auto_depth", "plan_text"]
 

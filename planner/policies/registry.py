@@ -22,7 +22,7 @@ from planner.policies.onestep import OneStepEVSI
 from planner.policies.postfilter import PostFilteredTopK
 
 __all__ = ["POLICIES", "DEFAULT_POLICY", "parse_policy", "policy_class", "policy_forms", "policy_help",
-           "study_specs"]
+           "study_specs", "policy_table"]
 
 #: Every policy, in help and study order.
 POLICIES = (
@@ -129,3 +129,17 @@ def study_specs(group: str | None = None) -> tuple:
     ('one-step', 'bounded')
     """
     return tuple(spec for cls in POLICIES for spec in (cls.study if group is None else cls.study_groups.get(group, ())))
+
+
+def policy_table() -> str:
+    """The registered policies as a markdown table (``docs/CONTRIBUTING.md`` holds it; a test keeps it current).
+
+    >>> policy_table().splitlines()[2].split(" | ")[0]
+    '| `none`'
+    """
+    lines = ["| spec | what it does | in the depth study |", "|---|---|---|"]
+    for cls in POLICIES:
+        forms = ", ".join(f"`{f}`" for f in cls.spec_forms())
+        study = ", ".join(f"`{s}`" for s in cls.study) or "no"
+        lines.append(f"| {forms} | {cls.summary} | {study} |")
+    return "\n".join(lines)

@@ -48,7 +48,7 @@ from planner.retrieval.acceptance import (
 )
 from planner.retrieval.calibration import Calibrator, CalibratorSet, Judgments, fit_calibrator, reliability
 from planner.retrieval.errors import (
-    CalibrationError,
+    ScoreCalibrationError,
     CorpusError,
     MissingExtraError,
     ProviderError,
@@ -57,13 +57,13 @@ from planner.retrieval.errors import (
     SettlementReceiptError,
     UncalibratedScoreError,
 )
-from planner.retrieval.settlement import SETTLEMENTS, Facts, Settlement, settle
+from planner.retrieval.settlement import SETTLEMENTS, Tally, Settlement, settle
 from planner.retrieval.topk import CostModel, QueryBudget, Traversal, accepted_top_k, plain_top_k, postfiltered_top_k
 
 __all__ = [
     "ABSTAIN", "EXCLUDE", "INCLUDE", "VERDICTS", "Acceptance", "Calibrated", "Losses", "Thresholds", "decide",
     "expected_losses", "thresholds", "Calibrator", "CalibratorSet", "Judgments", "fit_calibrator", "reliability",
-    "CalibrationError", "CorpusError", "MissingExtraError", "ProviderError", "QueryError", "RetrievalError",
-    "SettlementReceiptError", "UncalibratedScoreError", "SETTLEMENTS", "Facts", "Settlement", "settle",
+    "ScoreCalibrationError", "CorpusError", "MissingExtraError", "ProviderError", "QueryError", "RetrievalError",
+    "SettlementReceiptError", "UncalibratedScoreError", "SETTLEMENTS", "Tally", "Settlement", "settle",
     "CostModel", "QueryBudget", "Traversal", "accepted_top_k", "plain_top_k", "postfiltered_top_k",
 ]

@@ -51,7 +51,7 @@ import attrs
 import numpy as np
 
 from planner.retrieval.acceptance import Calibrated
-from planner.retrieval.errors import CalibrationError, MissingExtraError, UncalibratedScoreError
+from planner.retrieval.errors import ScoreCalibrationError, MissingExtraError, UncalibratedScoreError
 
 __all__ = ["METHODS", "BACKENDS", "MIN_JUDGMENTS", "Judgments", "Calibrator", "CalibratorSet", "fit_calibrator",
            "isotonic_fit", "platt_fit", "reliability", "Reliability", "wilson_interval"]
@@ -60,6 +60,13 @@ METHODS = ("isotonic", "platt")
 BACKENDS = ("numpy", "sklearn")
 #: Fewer judgments than this (or none of one label) is refused: a calibrator fitted on less says little.
 MIN_JUDGMENTS = 20
+
+#: Platt scaling's Newton iteration (its own parameters, not tolerances shared with other modules): the
+#: ridge added to the weights and the Hessian, the smallest step of the step halving, and the relative
+#: decrease of the loss below which it has converged.
+REGULARISE = 1e-12
+NEWTON_STEP_MIN = 1e-10
+NEWTON_TOL = 1e-13
 
 
 def _canonical(data) -> str:
@@ -74,9 +81,9 @@ def _float_array(values, what: str) -> np.ndarray:
     try:
         a = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
-        raise CalibrationError(f"{what}: expected numbers") from None
+        raise ScoreCalibrationError(f"{what}: expected numbers") from None
     if a.ndim != 1 or not np.all(np.isfinite(a)):
-        raise CalibrationError(f"{what}: expected a list of finite numbers")
+        raise ScoreCalibrationError(f"{what}: expected a list of finite numbers")
     return a
 
 
@@ -195,11 +202,11 @@ def platt_fit(score, relevant) -> tuple:
     for _ in range(100):
         p = _sigmoid(a * z + b)
         g = np.array([np.sum((p - t) * z), np.sum(p - t)])
-        w = p * (1.0 - p) + 1e-12
+        w = p * (1.0 - p) + REGULARISE
         h = np.array([[np.sum(w * z * z), np.sum(w * z)], [np.sum(w * z), np.sum(w)]])
-        step = np.linalg.solve(h + 1e-12 * np.eye(2), g)
+        step = np.linalg.solve(h + REGULARISE * np.eye(2), g)
         lam = 1.0
-        while lam > 1e-10:  # step halving keeps every iterate a descent
+        while lam > NEWTON_STEP_MIN:  # step halving keeps every iterate a descent
             na, nb = a - lam * step[0], b - lam * step[1]
             new = nll(na, nb)
             if new <= cur:
@@ -207,7 +214,7 @@ def platt_fit(score, relevant) -> tuple:
             lam *= 0.5
         else:
             break
-        a, b, done = na, nb, cur - new < 1e-13 * max(1.0, abs(cur))
+        a, b, done = na, nb, cur - new < NEWTON_TOL * max(1.0, abs(cur))
         cur = new
         if done:
             break
@@ -242,7 +249,7 @@ def _date(value) -> str:
     try:
         return _dt.date.fromisoformat(str(value)).isoformat()
     except ValueError:
-        raise CalibrationError(f"date: expected an ISO date (2026-06-30), got {value!r}") from None
+        raise ScoreCalibrationError(f"date: expected an ISO date (2026-06-30), got {value!r}") from None
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -321,7 +328,7 @@ class Calibrator:
                                          f"{self.index!r}{'' if index != self.index else ', content ' + self.index_id})"
                                          ": calibrate each index separately")
         if isinstance(score, bool) or not isinstance(score, (int, float, np.floating)) or not math.isfinite(score):
-            raise CalibrationError(f"{self.index}: a score must be a finite number, got {score!r}")
+            raise ScoreCalibrationError(f"{self.index}: a score must be a finite number, got {score!r}")
         return Calibrated(p=float(self.probabilities(score)[0]), calibrator=self.id, index=self.index)
 
     def identity(self) -> dict:
@@ -335,45 +342,45 @@ class Calibrator:
 
     @classmethod
     def from_json(cls, data, where: str = "calibrator") -> "Calibrator":
-        """A calibrator from its JSON form; every field checked (one-line :class:`CalibrationError`)."""
+        """A calibrator from its JSON form; every field checked (one-line :class:`ScoreCalibrationError`)."""
         if not isinstance(data, dict):
-            raise CalibrationError(f"{where}: expected an object")
+            raise ScoreCalibrationError(f"{where}: expected an object")
         need = {"id", "method", "backend", "index", "index_id", "data_sha256", "n", "n_relevant", "date", "params"}
         if set(data) != need:
             missing, extra = sorted(need - set(data)), sorted(set(data) - need)
-            raise CalibrationError(f"{where}: " + (f"missing {', '.join(missing)}" if missing else
+            raise ScoreCalibrationError(f"{where}: " + (f"missing {', '.join(missing)}" if missing else
                                                    f"unknown field {extra[0]!r}"[:120]))
         for k in ("id", "method", "backend", "index", "index_id", "data_sha256", "date"):
             if not isinstance(data[k], str):
-                raise CalibrationError(f"{where}.{k}: expected a string")
+                raise ScoreCalibrationError(f"{where}.{k}: expected a string")
         for k in ("n", "n_relevant"):
             if isinstance(data[k], bool) or not isinstance(data[k], int) or data[k] < 0:
-                raise CalibrationError(f"{where}.{k}: expected a whole number >= 0")
+                raise ScoreCalibrationError(f"{where}.{k}: expected a whole number >= 0")
         if data["method"] not in METHODS or data["backend"] not in BACKENDS:
-            raise CalibrationError(f"{where}: unknown method or backend {data['method']!r}/{data['backend']!r}"[:160])
+            raise ScoreCalibrationError(f"{where}: unknown method or backend {data['method']!r}/{data['backend']!r}"[:160])
         p = data["params"]
         if data["method"] == "isotonic":
             if not isinstance(p, dict) or set(p) != {"x", "y"}:
-                raise CalibrationError(f"{where}.params: expected {{x, y}}")
+                raise ScoreCalibrationError(f"{where}.params: expected {{x, y}}")
             x, y = _float_array(p["x"], f"{where}.params.x"), _float_array(p["y"], f"{where}.params.y")
             if len(x) == 0 or len(x) != len(y) or np.any(np.diff(x) <= 0) or np.any(np.diff(y) < 0) \
                     or y.min() < 0 or y.max() > 1:
-                raise CalibrationError(f"{where}.params: x must increase and y be non-decreasing in [0, 1], "
+                raise ScoreCalibrationError(f"{where}.params: x must increase and y be non-decreasing in [0, 1], "
                                        "of one length")
             params = (x, y)
         else:
             if not isinstance(p, dict) or set(p) != {"a", "b"}:
-                raise CalibrationError(f"{where}.params: expected {{a, b}}")
+                raise ScoreCalibrationError(f"{where}.params: expected {{a, b}}")
             a, b = _float_array([p["a"], p["b"]], f"{where}.params")
             if a < 0:
-                raise CalibrationError(f"{where}.params.a: a Platt slope below 0 is not a calibrator the "
+                raise ScoreCalibrationError(f"{where}.params.a: a Platt slope below 0 is not a calibrator the "
                                        "traversal can use (it must not decrease in the score)")
             params = (float(a), float(b))
         cal = cls(method=data["method"], backend=data["backend"], index=data["index"], index_id=data["index_id"],
                   params=params, data_sha256=data["data_sha256"], n=data["n"], n_relevant=data["n_relevant"],
                   date=_date(data["date"]))
         if cal.id != data["id"]:
-            raise CalibrationError(f"{where}: the id {data['id'][:40]!r} is not the hash of its contents "
+            raise ScoreCalibrationError(f"{where}: the id {data['id'][:40]!r} is not the hash of its contents "
                                    f"({cal.id}): edited after the fit")
         return cal
 
@@ -406,12 +413,12 @@ def fit_calibrator(judgments: Judgments, *, method: str = "isotonic", backend: s
     True
     """
     if method not in METHODS:
-        raise CalibrationError(f"unknown calibration method {method!r} (methods: {', '.join(METHODS)})"[:200])
+        raise ScoreCalibrationError(f"unknown calibration method {method!r} (methods: {', '.join(METHODS)})"[:200])
     if backend not in BACKENDS:
-        raise CalibrationError(f"unknown calibration backend {backend!r} (backends: {', '.join(BACKENDS)})"[:200])
+        raise ScoreCalibrationError(f"unknown calibration backend {backend!r} (backends: {', '.join(BACKENDS)})"[:200])
     n, n_rel = len(judgments), int(judgments.relevant.sum())
     if n < MIN_JUDGMENTS or n_rel == 0 or n_rel == n:
-        raise CalibrationError(f"{judgments.index}: {n} judgments, {n_rel} relevant: a calibrator needs at least "
+        raise ScoreCalibrationError(f"{judgments.index}: {n} judgments, {n_rel} relevant: a calibrator needs at least "
                                f"{MIN_JUDGMENTS} with both labels present")
     if backend == "sklearn":
         params = _sklearn_fit(method, judgments.score, judgments.relevant)
@@ -422,7 +429,7 @@ def fit_calibrator(judgments: Judgments, *, method: str = "isotonic", backend: s
     if method == "platt":
         params = (float(params[0]), float(params[1]))
         if params[0] < 0:
-            raise CalibrationError(f"{judgments.index}: on these judgments relevance falls as the score rises "
+            raise ScoreCalibrationError(f"{judgments.index}: on these judgments relevance falls as the score rises "
                                    f"(Platt slope {params[0]:.3g}): not a score this index should rank by")
     return Calibrator(method=method, backend=backend, index=judgments.index, index_id=index_id, params=params,
                       data_sha256=judgments.sha256(), n=n, n_relevant=n_rel, date=_date(date))
@@ -446,7 +453,7 @@ class CalibratorSet:
         out = {}
         for c in calibrators:
             if c.index in out:
-                raise CalibrationError(f"two calibrators for index {c.index!r}: one per index")
+                raise ScoreCalibrationError(f"two calibrators for index {c.index!r}: one per index")
             out[c.index] = c
         return cls(by_index=tuple(out.items()))
 
@@ -472,7 +479,7 @@ class CalibratorSet:
     def from_json(cls, data, where: str = "calibrators") -> "CalibratorSet":
         if not isinstance(data, dict) or data.get("schema") != "planner.calibrators" \
                 or data.get("schema_version") != 1 or not isinstance(data.get("calibrators"), list):
-            raise CalibrationError(f"{where}: not a calibrator file (schema planner.calibrators, version 1)")
+            raise ScoreCalibrationError(f"{where}: not a calibrator file (schema planner.calibrators, version 1)")
         return cls.of(Calibrator.from_json(c, f"{where}.calibrators[{i}]") for i, c in enumerate(data["calibrators"]))
 
 
@@ -558,10 +565,10 @@ def reliability(calibrator: Calibrator, judgments: Judgments, *, bins: int = 10)
     (0.0, [10, 0, 0, 10])
     """
     if judgments.index != calibrator.index:
-        raise CalibrationError(f"judgments of index {judgments.index!r} cannot test the calibrator of "
+        raise ScoreCalibrationError(f"judgments of index {judgments.index!r} cannot test the calibrator of "
                                f"{calibrator.index!r}")
     if not isinstance(bins, int) or not 1 <= bins <= 1000:
-        raise CalibrationError(f"bins: expected a whole number from 1 to 1000, got {bins!r}")
+        raise ScoreCalibrationError(f"bins: expected a whole number from 1 to 1000, got {bins!r}")
     p = calibrator.probabilities(judgments.score) if len(judgments) else np.zeros(0)
     y = judgments.relevant.astype(np.float64)
     edges = np.linspace(0.0, 1.0, bins + 1)

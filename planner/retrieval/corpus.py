@@ -120,7 +120,7 @@ class Document:
 
     @property
     def entitlement(self) -> str | None:
-        """The entitlement a reader needs (what :func:`planner.redact.may_see` reads)."""
+        """The entitlement a reader needs (what :func:`planner.session.redact.may_see` reads)."""
         return LABELS[self.label]
 
     @property

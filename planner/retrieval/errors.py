@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from planner.errors import PlannerError, ReceiptError
 
-__all__ = ["RetrievalError", "UncalibratedScoreError", "CalibrationError", "CorpusError", "MissingExtraError",
+__all__ = ["RetrievalError", "UncalibratedScoreError", "ScoreCalibrationError", "CorpusError", "MissingExtraError",
            "ProviderError", "SettlementReceiptError", "QueryError"]
 
 
@@ -25,7 +25,7 @@ class UncalibratedScoreError(RetrievalError):
     """A ranking score reached the acceptance rule without a calibrator: a score is not a probability."""
 
 
-class CalibrationError(RetrievalError):
+class ScoreCalibrationError(RetrievalError):
     """A calibrator cannot be fitted, read, or applied (too few judgments, another index, a malformed file)."""
 
 

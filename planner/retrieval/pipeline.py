@@ -24,11 +24,11 @@ from importlib import resources
 
 import attrs
 
-from planner.caller import Caller
+from planner.model.caller import Caller
 from planner.retrieval.bm25 import BM25Index, IndexSource
 from planner.retrieval.calibration import CalibratorSet, Judgments, fit_calibrator
 from planner.retrieval.corpus import Corpus, Query, load_corpus
-from planner.retrieval.errors import CalibrationError, QueryError
+from planner.retrieval.errors import ScoreCalibrationError, QueryError
 from planner.retrieval.jsonfile import read_json
 from planner.retrieval.topk import (
     DELIVERED,
@@ -53,7 +53,7 @@ MAX_CALIBRATOR_BYTES = 8 * 2**20
 
 def read_calibrators(path) -> CalibratorSet:
     """A calibrator file (``planner accept calibrate --out``), refused in one line when unreadable or malformed."""
-    data = read_json(path, limit=MAX_CALIBRATOR_BYTES, error=CalibrationError, what="calibrator file")
+    data = read_json(path, limit=MAX_CALIBRATOR_BYTES, error=ScoreCalibrationError, what="calibrator file")
     return CalibratorSet.from_json(data, where=str(path))
 
 
@@ -82,10 +82,10 @@ class Retrieval:
         eligibility is the traversal's business, not the calibrator's.
         """
         if stratum not in STRATA:
-            raise CalibrationError(f"unknown stratum {stratum!r} (strata: {', '.join(STRATA)})"[:120])
+            raise ScoreCalibrationError(f"unknown stratum {stratum!r} (strata: {', '.join(STRATA)})"[:120])
         queries = self.corpus.split(split)
         if not queries:
-            raise CalibrationError(f"no query in split {split!r}"[:80])
+            raise ScoreCalibrationError(f"no query in split {split!r}"[:80])
         out = {}
         for s in self.corpus.sources:
             rows = []

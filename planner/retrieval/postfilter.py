@@ -24,7 +24,7 @@ import math
 import attrs
 import numpy as np
 
-from planner.caller import Caller
+from planner.model.caller import Caller
 from planner.retrieval.corpus import Query, SourceSpec
 from planner.retrieval.errors import QueryError
 from planner.retrieval.synthetic import DATE, ListSource, doc, starving_list, synthetic_calibrator

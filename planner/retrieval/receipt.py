@@ -9,16 +9,16 @@ every source, every candidate examined with its score, calibrated relevance,
 gates, verdict and status, the stop's typed cause and the settlement.
 :func:`read_settlement_receipt` reads one back with bounded work, validates
 it against the schema, and re-derives its settlement from its trace
-(:func:`receipt_facts` then :func:`~planner.retrieval.settlement.settle`): a
+(:func:`receipt_tally` then :func:`~planner.retrieval.settlement.settle`): a
 receipt whose settlement does not follow from what it records is refused.
 
 Consumer views: the same allow-list as session receipts
 ----------------------------------------------------------
 :func:`consumer_view` renders a receipt for a consumer holding some
-entitlements, the way :func:`planner.redact.redact_receipt` renders a
+entitlements, the way :func:`planner.session.redact.redact_receipt` renders a
 session receipt: a new document built from an allow-list, never a copy with
 things deleted, and *who may see what* decided by
-:func:`planner.redact.may_see` (a document needs its access label's
+:func:`planner.session.redact.may_see` (a document needs its access label's
 entitlement; a source, its own). A document the consumer may not see is not
 named, and not counted either: "three confidential documents matched" tells
 a consumer that they exist. Every number in a view is computed from the rows
@@ -53,16 +53,16 @@ from importlib import resources
 
 import jsonschema
 
-from planner.caller import Caller
-from planner.redact import may_see
+from planner.model.caller import Caller
+from planner.session.redact import may_see
 from planner.retrieval.corpus import LABELS
 from planner.retrieval.errors import SettlementReceiptError
 from planner.retrieval.jsonfile import read_json
-from planner.retrieval.settlement import BUDGET, Facts, settle
+from planner.retrieval.settlement import BUDGET, Tally, settle
 from planner.retrieval.topk import ABSTAINED_, DELIVERED, OVER_CONTEXT
 
 __all__ = ["SCHEMA", "VIEW_SCHEMA", "SCHEMA_VERSION", "settlement_receipt", "read_settlement_receipt",
-           "validate_settlement_receipt", "receipt_facts", "consumer_view", "settlement_schema",
+           "validate_settlement_receipt", "receipt_tally", "consumer_view", "settlement_schema",
            "MAX_RECEIPT_BYTES"]
 
 SCHEMA, VIEW_SCHEMA, SCHEMA_VERSION = "planner.settlement", "planner.settlement.view", 1
@@ -149,11 +149,11 @@ def _path(err) -> str:
     return "$" + "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in parts)
 
 
-def receipt_facts(receipt: dict) -> Facts:
-    """The :class:`~planner.retrieval.settlement.Facts` a receipt's trace, stop and sources record."""
+def receipt_tally(receipt: dict) -> Tally:
+    """The :class:`~planner.retrieval.settlement.Tally` a receipt's trace, stop and sources record."""
     trace = receipt["trace"]
     stop = receipt["stop"]
-    return Facts(cause=stop["cause"], dimension=stop["dimension"] if stop["cause"] == BUDGET else None,
+    return Tally(cause=stop["cause"], dimension=stop["dimension"] if stop["cause"] == BUDGET else None,
                  delivered=sum(1 for e in trace if e["status"] == DELIVERED),
                  abstained=sum(1 for e in trace if e["status"] == ABSTAINED_),
                  withheld=sum(1 for e in trace if e["withheld"]),
@@ -178,7 +178,7 @@ def validate_settlement_receipt(receipt) -> dict:
     if receipt["stop"]["cause"] == BUDGET and receipt["stop"]["dimension"] is None:
         raise SettlementReceiptError("$.stop.dimension: a budget stop names its dimension")
     try:
-        facts = receipt_facts(receipt)
+        facts = receipt_tally(receipt)
     except ValueError as e:
         raise SettlementReceiptError(f"$.stop: {e}") from None
     derived = settle(facts)
@@ -204,7 +204,7 @@ def read_settlement_receipt(path) -> dict:
 
 
 class _Needs:
-    """Duck-typed for :func:`planner.redact.may_see`: something that needs one entitlement (or none)."""
+    """Duck-typed for :func:`planner.session.redact.may_see`: something that needs one entitlement (or none)."""
 
     def __init__(self, entitlement):
         self.entitlement = entitlement
@@ -237,7 +237,7 @@ def consumer_view(receipt: dict, entitlements) -> dict:
     rows = [e for e in receipt["trace"] if row_visible(e)]
     sources = [s for s in receipt["sources"] if source_visible(s["name"])]
     view_receipt = {"trace": rows, "sources": sources, "stop": receipt["stop"]}
-    settlement = settle(receipt_facts(view_receipt)).to_json()
+    settlement = settle(receipt_tally(view_receipt)).to_json()
     by_label = {}
     for e in rows:
         if e["withheld"]:

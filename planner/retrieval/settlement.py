@@ -53,7 +53,7 @@ import attrs
 
 __all__ = ["COMPLETE", "PARTIAL", "EMPTY", "ABSTAINED", "OVER_BUDGET", "UNAVAILABLE", "WITHHELD", "SETTLEMENTS",
            "LIMIT", "EXHAUSTED", "BELOW_THRESHOLD", "BUDGET", "CAUSES", "QUERY_DIMENSIONS", "CONTEXT",
-           "Facts", "Settlement", "settle"]
+           "Tally", "Settlement", "settle"]
 
 COMPLETE, PARTIAL, EMPTY, ABSTAINED = "complete", "partial", "empty", "abstained"
 OVER_BUDGET, UNAVAILABLE, WITHHELD = "over_budget", "unavailable", "withheld"
@@ -74,7 +74,7 @@ def _count(instance, attribute, value):
 
 
 @attrs.frozen(kw_only=True)
-class Facts:
+class Tally:
     """What a settlement is computed from: why the traversal ended, and what it counted.
 
     Attributes
@@ -119,14 +119,14 @@ class Settlement:
         With ``unavailable``: the sources that failed (``refused`` lists those
         that refused the work).
     refused : tuple of str
-    facts : Facts
+    facts : Tally
     """
 
     kind: str = attrs.field(validator=attrs.validators.in_(SETTLEMENTS))
     dimension: str | None = None
     sources: tuple = ()
     refused: tuple = ()
-    facts: Facts = attrs.field(factory=lambda: Facts(cause=EXHAUSTED))
+    facts: Tally = attrs.field(factory=lambda: Tally(cause=EXHAUSTED))
 
     def to_json(self) -> dict:
         f = self.facts
@@ -135,21 +135,21 @@ class Settlement:
                 "withheld": f.withheld, "over_context": f.over_context}
 
 
-def settle(facts: Facts) -> Settlement:
+def settle(facts: Tally) -> Settlement:
     """The one settlement of a traversal's `facts` (the order is the module's list).
 
     Examples
     --------
-    >>> settle(Facts(cause=LIMIT, delivered=5)).kind
+    >>> settle(Tally(cause=LIMIT, delivered=5)).kind
     'complete'
-    >>> settle(Facts(cause=EXHAUSTED, delivered=2)).kind
+    >>> settle(Tally(cause=EXHAUSTED, delivered=2)).kind
     'partial'
-    >>> settle(Facts(cause=BELOW_THRESHOLD, withheld=3, abstained=1)).kind
+    >>> settle(Tally(cause=BELOW_THRESHOLD, withheld=3, abstained=1)).kind
     'withheld'
-    >>> s = settle(Facts(cause=BUDGET, dimension="scoring_tokens", delivered=1))
+    >>> s = settle(Tally(cause=BUDGET, dimension="scoring_tokens", delivered=1))
     >>> s.kind, s.dimension
     ('over_budget', 'scoring_tokens')
-    >>> settle(Facts(cause=EXHAUSTED, unavailable=[("partner_index", False)])).sources
+    >>> settle(Tally(cause=EXHAUSTED, unavailable=[("partner_index", False)])).sources
     ('partner_index',)
     """
     if facts.cause == LIMIT and facts.delivered >= 1:

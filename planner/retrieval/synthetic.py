@@ -15,13 +15,13 @@ import datetime as _dt
 import attrs
 import numpy as np
 
-from planner.caller import Caller
+from planner.model.caller import Caller
 from planner.retrieval.acceptance import Losses
 from planner.retrieval.calibration import CalibratorSet, Judgments, fit_calibrator
 from planner.retrieval.corpus import Document, Query, SourceSpec
 from planner.retrieval.errors import ProviderError
 
-__all__ = ["ListSource", "synthetic_calibrator", "starving_list", "Case", "DATE", "doc"]
+__all__ = ["ListSource", "synthetic_calibrator", "starving_list", "StarvingCase", "DATE", "doc"]
 
 #: The decision date of the synthetic cases.
 DATE = _dt.date(2026, 6, 30)
@@ -92,7 +92,7 @@ def synthetic_calibrator(index: str, *, seed: int = 0, n: int = 400):
 
 
 @attrs.frozen(kw_only=True, eq=False)
-class Case:
+class StarvingCase:
     """A query with its sources, calibrators, losses, caller and decision date."""
 
     query: Query
@@ -103,7 +103,7 @@ class Case:
     date: _dt.date = DATE
 
 
-def starving_list() -> Case:
+def starving_list() -> StarvingCase:
     """Ten confidential documents on top (scores 10.0 to 9.1), five public ones below (8.0 to 7.6).
 
     The caller holds ``staff`` only. A post-filtered top-10 keeps the ten best
@@ -118,7 +118,7 @@ def starving_list() -> Case:
     items = [(doc(f"d{i:02d}", label="confidential"), 10.0 - 0.1 * (i - 1)) for i in range(1, 11)]
     items += [(doc(f"e{i:02d}"), 8.0 - 0.1 * (i - 1)) for i in range(1, 6)]
     spec = SourceSpec(name="policy_index")
-    return Case(query=Query(id="starving", text="what is the travel per-diem", split="test"),
+    return StarvingCase(query=Query(id="starving", text="what is the travel per-diem", split="test"),
                 sources=(ListSource(spec=spec, items=items),),
                 calibrators=CalibratorSet.of([synthetic_calibrator("policy_index")]),
                 losses=Losses(c_fp=4, c_fn=3, c_r=1), caller=Caller(entitlements=["staff"]))

@@ -39,7 +39,7 @@ import zlib
 import attrs
 import numpy as np
 
-from planner.caller import Caller
+from planner.model.caller import Caller
 from planner.retrieval.acceptance import Losses
 from planner.retrieval.receipt import settlement_receipt
 from planner.retrieval.settlement import SETTLEMENTS, UNAVAILABLE

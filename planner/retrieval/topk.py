@@ -5,7 +5,7 @@ in order of calibrated relevance, and for each one in turn:
 
 1. charges its examination (budget ``candidates``; modelled time);
 2. applies the gates, in the project's order and vocabulary
-   (:class:`planner.admission.Reason`): ``permission denied`` when the
+   (:class:`planner.gates.admission.Reason`): ``permission denied`` when the
    document's access label needs an entitlement the caller lacks,
    ``stale for this decision`` when it is older than the reader's maximum
    age, ``precondition unmet: kind in (...)`` / ``language in (...)`` for the
@@ -67,8 +67,9 @@ import time
 import attrs
 
 from lookahead.core import TIE
-from planner.admission import ENTITLEMENT, FRESHNESS, PRECONDITION, PURPOSE, BUDGET as GATE_BUDGET, Reason
-from planner.caller import Caller
+from planner.gates.admission import ENTITLEMENT, PRECONDITION, BUDGET as GATE_BUDGET, Reason, caller_reasons
+from planner.gates.budget import within
+from planner.model.caller import Caller
 from planner.retrieval.acceptance import ABSTAIN, EXCLUDE, INCLUDE, Losses, decide
 from planner.retrieval.errors import ProviderError, QueryError, RetrievalError
 from planner.retrieval.settlement import (
@@ -77,7 +78,7 @@ from planner.retrieval.settlement import (
     CONTEXT,
     EXHAUSTED,
     LIMIT,
-    Facts,
+    Tally,
     settle,
 )
 
@@ -170,12 +171,7 @@ def source_reasons(spec, caller: Caller) -> tuple:
     >>> [r.text() for r in source_reasons(SourceSpec(name="hr_index", entitlement="hr.read"), Caller())]
     ['permission denied']
     """
-    out = []
-    if spec.entitlement is not None and spec.entitlement not in caller.entitlements:
-        out.append(Reason(gate=ENTITLEMENT))
-    if spec.purposes is not None and caller.purpose not in spec.purposes:
-        out.append(Reason(gate=PURPOSE))
-    return tuple(out)
+    return caller_reasons(caller, entitlement=spec.entitlement, purposes=spec.purposes)
 
 
 def candidate_reasons(doc, query, caller: Caller, decision_date: _dt.date) -> tuple:
@@ -187,11 +183,8 @@ def candidate_reasons(doc, query, caller: Caller, decision_date: _dt.date) -> tu
     >>> [r.text() for r in candidate_reasons(d, c.queries[0], Caller(entitlements=["staff"]), c.as_of)][:1]
     ['permission denied']
     """
-    out = []
-    if doc.entitlement is not None and doc.entitlement not in caller.entitlements:
-        out.append(Reason(gate=ENTITLEMENT))
-    if query.max_age_days is not None and (decision_date - doc.date).days > query.max_age_days:
-        out.append(Reason(gate=FRESHNESS))
+    out = list(caller_reasons(caller, entitlement=doc.entitlement, age=(decision_date - doc.date).days,
+                              max_age=query.max_age_days))
     if query.kinds is not None and doc.kind not in query.kinds:
         out.append(Reason(gate=PRECONDITION, expression=Filter("kind", tuple(query.kinds))))
     if query.languages is not None and doc.language not in query.languages:
@@ -376,7 +369,7 @@ def _traverse(query, sources, calibrators, caller: Caller, rule: _Rule, limit: i
 
     def over(dim, extra) -> bool:
         lim = getattr(budget, dim)
-        return lim is not None and spent[dim] + extra > lim + 1e-9
+        return lim is not None and not within(spent[dim] + extra, lim)
 
     def fail(st, err: ProviderError):
         runs[st.name] = SourceRun(name=st.name, status="refused" if err.refused else "unavailable", why=err.why,
@@ -496,7 +489,7 @@ def _traverse(query, sources, calibrators, caller: Caller, rule: _Rule, limit: i
             break
         if st.head is None:
             heap.remove(st)
-    facts = Facts(cause=state["cause"], dimension=state["dimension"], delivered=n_delivered,
+    facts = Tally(cause=state["cause"], dimension=state["dimension"], delivered=n_delivered,
                   abstained=sum(1 for e in trace if e.status == ABSTAINED_),
                   withheld=sum(1 for e in trace if e.withheld),
                   over_context=sum(1 for e in trace if e.status == OVER_CONTEXT),

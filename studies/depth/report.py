@@ -39,7 +39,8 @@ import math
 
 import numpy as np
 
-from planner.atomic import write_bytes
+from planner.io.atomic import write_bytes
+from planner.tolerances import VALUE_TOL
 from studies.stats import cluster_bootstrap, holm, normalized_regret, wilcoxon_signed_rank
 
 __all__ = ["MATERIAL", "PRICES", "verdict", "render", "make_plots", "summary_lines", "parse_rows", "rerender"]
@@ -49,7 +50,7 @@ MATERIAL = 0.01
 #: Latency prices of the sweep: loss units per ms of planning (and per 1,000 search nodes).
 PRICES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
 #: Equal within this.
-ATOL = 1e-9
+ATOL = VALUE_TOL
 N_BOOT = 2000
 #: The POUCT configuration the cross-cutting tables quote.
 PEER_MAIN = "pouct:10ms"
@@ -690,7 +691,7 @@ _COLOURS = {"pays": "#1a9850", "few cases": "#a6d96a", "latency": "#fdae61", "un
 
 
 def _save(fig, path) -> None:
-    """Render `fig` to PNG in memory and write the file whole (:func:`planner.atomic.write_bytes`)."""
+    """Render `fig` to PNG in memory and write the file whole (:func:`planner.io.atomic.write_bytes`)."""
     import io
 
     buf = io.BytesIO()
@@ -707,7 +708,7 @@ def make_plots(case_rows, peer_rows, model_rows, frontier_rows, out_dir) -> tupl
         import matplotlib.pyplot as plt
         from matplotlib.patches import Patch
     except ImportError:
-        return [], "Plots skipped: matplotlib is not installed (pip install 'evidence-planner[bench]')."
+        return [], "Plots skipped: matplotlib is not installed (pip install matplotlib)."
     from pathlib import Path
 
     from studies.depth.design import DEPTH, FRONTIER_POLICIES
@@ -838,7 +839,7 @@ def render_folder(folder) -> list:
     """
     from pathlib import Path
 
-    from planner.atomic import write_text
+    from planner.io.atomic import write_text
 
     folder = Path(folder)
     rows, meta = _load(folder)

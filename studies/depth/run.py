@@ -24,11 +24,11 @@ they run in (every draw is seeded from the job's key):
   :data:`PEER_MS` of planning per decision, on common random numbers;
 - **model** (the first :attr:`Config.model_instances` of each seed): the
   policies of :data:`MODEL_POLICIES` plan on a wrong model and are scored
-  exactly under the truth (:func:`planner.evaluate.expected_loss_under`): every
+  exactly under the truth (:func:`planner.evaluation.evaluate.expected_loss_under`): every
   likelihood row's log-odds scaled by lambda in :data:`LAMBDAS`
   (:func:`studies.distort.scaled`), and likelihoods estimated from N in
-  :data:`NS` logged sessions (:func:`planner.simulate.simulate_log` through a
-  real SQLite log, then :func:`planner.calibrate.calibrate` with the
+  :data:`NS` logged sessions (:func:`planner.session.simulate.simulate_log` through a
+  real SQLite log, then :func:`planner.calibration.calibrate.calibrate` with the
   miscalibrated declared domain as its prior);
 - **frontier** (the first :attr:`Config.frontier_instances` small instances
   of each seed): the exact loss of :data:`FRONTIER_POLICIES` at calls limits
@@ -50,17 +50,17 @@ from pathlib import Path
 import attrs
 import numpy as np
 
-from planner.admission import admit
-from planner.audit import Audit
-from planner.caller import Caller
+from planner.gates.admission import admit
+from planner.evaluation.audit import Audit
+from planner.model.caller import Caller
 from planner.compile import compile_domain
-from planner.domain import Domain
+from planner.model.domain import Domain
 from planner.errors import EvaluationNodeCap, PlannerError
 from planner.tolerances import VALUE_TOL
 from planner.node import root_node
 from planner.policies import parse_policy
 from studies import peer as peer_mod
-from planner.atomic import replacing_folder, write_text
+from planner.io.atomic import replacing_folder, write_text
 from studies.depth.design import (
     CHEAP,
     CONSERVATIVE,
@@ -251,7 +251,7 @@ def vstar(domain, who: Caller) -> dict:
     """
     from lookahead.search import SearchCapExceeded
     from planner.policies.bounded import Bounded
-    from planner.session import Session
+    from planner.session.session import Session
 
     t0 = time.perf_counter()
     s = Session(domain, Bounded(), caller=who)
@@ -378,10 +378,10 @@ def _peer(job: Job) -> list:
 
 
 def _model(job: Job) -> list:
-    from planner.calibrate import PRIOR_STRENGTH, CalibrationError, calibrate, calibrated_data
-    from planner.evaluate import expected_loss_under
-    from planner.simulate import simulate_log
-    from planner.store import open_log
+    from planner.calibration.calibrate import PRIOR_STRENGTH, CalibrationError, calibrate, calibrated_data
+    from planner.evaluation.evaluate import expected_loss_under
+    from planner.session.simulate import simulate_log
+    from planner.io.store import open_log
 
     kind, param, peer_episodes, scale = job.param
     who = caller()
@@ -444,7 +444,7 @@ def _peer_error(job, model, truth, who, episodes, scale) -> dict:
 
 
 def _frontier(job: Job) -> list:
-    from planner.evaluate import evaluate_policy
+    from planner.evaluation.evaluate import evaluate_policy
 
     calls_levels, weight_levels, peer_episodes, scale = job.param
     who = caller()
@@ -497,7 +497,7 @@ def _warm_up() -> None:
     global _WARM
     if _WARM:
         return
-    from planner.evaluate import evaluate_policy
+    from planner.evaluation.evaluate import evaluate_policy
 
     who = caller()
     data = wide_instance(0, 3)[1]
@@ -614,7 +614,7 @@ def run_study(*, quick: bool = False, out=None, workers: int | None = None, sche
     """Run the second edition and write its outputs; ``{"out", "rows", "seconds", "files", "notes"}``.
 
     Parameters mirror ``planner bench depth``. The outputs replace the
-    folder's previous set whole (:func:`planner.atomic.replacing_folder`), so
+    folder's previous set whole (:func:`planner.io.atomic.replacing_folder`), so
     an interrupt or a failed write leaves the previous complete set. With
     `resume`, every finished job is kept in ``<out>.jobs/`` beside the output
     folder and a rerun with `resume` takes the jobs found there instead of
@@ -625,7 +625,7 @@ def run_study(*, quick: bool = False, out=None, workers: int | None = None, sche
     ------
     StudyInterrupted
         On ``KeyboardInterrupt``.
-    planner.atomic.OutputError
+    planner.io.atomic.OutputError
         The folder cannot be written or holds files a run does not write.
     """
     import datetime as _dt

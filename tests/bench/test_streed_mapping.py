@@ -20,9 +20,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lookahead.bounded import CERTIFIED, BoundedSearch
-from planner.admission import admit
+from planner.gates.admission import admit
 from planner.compile import compile_domain
-from planner.domain import Domain
+from planner.model.domain import Domain
 from planner.node import root_node
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

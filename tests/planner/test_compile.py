@@ -14,8 +14,8 @@ from numpy.testing import assert_allclose
 import planner
 from conftest import DOMAINS, tiny_dict
 from lookahead.core import available_observations, evsi, permitted_actions
-from planner.loader import parse_domain_text
-from planner.model import UNAVAILABLE
+from planner.io.loader import parse_domain_text
+from planner.model.parts import UNAVAILABLE
 from strategies import domain_dicts
 from test_loader import KITCHEN_SINK
 

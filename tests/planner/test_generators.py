@@ -12,7 +12,7 @@ import pytest
 
 import planner
 from planner.compile import compile_domain
-from planner.domain import Domain, load_domain
+from planner.model.domain import Domain, load_domain
 import yaml
 
 from planner.generators import benchmark_domain

@@ -15,9 +15,9 @@ import planner
 from planner.cli import main
 from planner.policies import OneStepEVSI, parse_policy
 from planner.policies.lookahead import MAX_AUTO_DEPTH, Lookahead, auto_depth, plan_text
-from planner.receipt import validate_receipt
-from planner.replay import replay
-from planner.simulate import simulate
+from planner.session.receipt import validate_receipt
+from planner.session.replay import replay
+from planner.session.simulate import simulate
 from strategies import domain_dicts
 
 SHIPPED = sorted(planner.DOMAINS.glob("*.yaml"))
@@ -165,7 +165,7 @@ def test_auto_depth_follows_the_prerequisite_chain(payment, identity, kyc):
 def test_auto_is_no_worse_than_the_dependency_rule_on_kyc_with_room_for_fallbacks(kyc, calls):
     # With five or more calls the cheap fuzzy match can fail and the document check
     # still fit; a horizon that shrank to the cheapest plan's remaining steps lost that.
-    from planner.evaluate import evaluate_policy
+    from planner.evaluation.evaluate import evaluate_policy
 
     auto = evaluate_policy(kyc, "lookahead:auto", caller=planner.Caller(limits={"calls": calls}))
     dep = evaluate_policy(kyc, "dependency", caller=planner.Caller(limits={"calls": calls}))

@@ -1,10 +1,12 @@
 """Invariants on random small domains (hypothesis; strategies in tests/strategies.py).
 
 The gate and budget checks here re-derive admission from the raw domain dict,
-independently of planner.admission, so a bug there cannot hide itself.
+independently of planner.gates.admission, so a bug there cannot hide itself.
 """
 
 from __future__ import annotations
+
+import pytest
 
 import numpy as np
 from hypothesis import given
@@ -12,10 +14,10 @@ from hypothesis import strategies as st
 
 import planner
 from lookahead.core import TIE, evpi, evsi, permitted_actions
-from planner.model import AllOf, AnyOf, Established, Returned
-from planner.receipt import validate_receipt
-from planner.replay import replay
-from planner.simulate import simulate
+from planner.model.parts import ESTABLISHING, AllOf, AnyOf, Established, Returned
+from planner.session.receipt import validate_receipt
+from planner.session.replay import replay
+from planner.session.simulate import simulate
 from strategies import domain_dicts
 
 POLICIES = ("one-step", "none", "top-k:2", "bounded", "bounded:40", "lookahead:2", "dependency")
@@ -65,7 +67,7 @@ def _facts_from_pairs(dom, pairs):
     est, sup = {}, {}
     for name, outcome in pairs:
         o = dom.observation(name)
-        if o.role not in ("establish", "supersede") or outcome == "unavailable":
+        if o.role not in ESTABLISHING or outcome == "unavailable":
             continue
         value = dict(o.establishes).get(outcome)
         if value is None:
@@ -94,6 +96,7 @@ def _mentions(expr):
     return {expr.proposition} if isinstance(expr, Established) else set()
 
 
+@pytest.mark.slow
 @given(domain_dicts(), st.integers(0, 2**32 - 1), st.sampled_from(POLICIES))
 def test_no_rejected_acquisition_no_budget_breach_and_replay(d, seed, spec):
     dom = planner.Domain.from_dict(d)

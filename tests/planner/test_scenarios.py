@@ -15,7 +15,7 @@ from numpy.testing import assert_allclose
 
 import planner
 from lookahead.core import evsi
-from planner.evaluate import evaluate_policy
+from planner.evaluation.evaluate import evaluate_policy
 from tests.conftest import DOMAINS
 
 

@@ -78,6 +78,7 @@ def test_evpi_under_gates_bounds_the_registry(payment):
     assert _row(step.candidates, "approval_registry").value <= bound
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy, plan", [(None, True), ("one-step", False)])
 def test_cli_prints_the_seed_trace(policy, plan):
     """The default (bounded) policy prints the seed's one-step numbers, and its plan interval beside them."""
@@ -99,6 +100,7 @@ def test_cli_prints_the_seed_trace(policy, plan):
     assert "stop: HOLD  expected loss 1.085  reason no_positive_value" in lines
 
 
+@pytest.mark.slow
 def test_cli_approved_world_releases():
     out = subprocess.run([sys.executable, "-m", "planner.cli", "run", "domains/payment_release.yaml",
                           "--world", "approval=approved"], capture_output=True, text=True, check=True).stdout
@@ -111,7 +113,7 @@ def test_negative_control_top1_and_one_step_agree(exact_lookup):
     for world in ("open", "closed"):
         finals = {}
         for spec in ("top-k:1", "one-step"):
-            from planner.simulate import simulate
+            from planner.session.simulate import simulate
 
             s = planner.Session(exact_lookup, spec)
             stop, _ = simulate(s, {"account": world})

@@ -1,7 +1,7 @@
 """The depth study's outputs: one complete set, the previous or the new, whatever stops the run.
 
 A run writes every file into a fresh folder beside the output folder and swaps
-it in at the end (:func:`planner.atomic.replacing_folder`); these tests stop it
+it in at the end (:func:`planner.io.atomic.replacing_folder`); these tests stop it
 at each point (in the sweep, after the first table, in the plots, in the
 report, between the two renames of the swap, while the old set is removed) and
 check that the folder holds the previous results byte for byte or a complete
@@ -19,13 +19,16 @@ import time
 
 import pytest
 
-import planner.atomic
+import planner.io.atomic
 import studies.depth.run as depth
-from planner.atomic import OutputError, recover_folder, replacing_folder, write_text
+from planner.io.atomic import OutputError, recover_folder, replacing_folder, write_text
 from planner.cli import main
 from studies.tables import write_csv
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+#: The studies' tests run the studies (seconds to minutes each): CI runs them, the quick loop does not.
+pytestmark = pytest.mark.slow
 
 PREVIOUS = {"cases.csv": b"key,policy\nold,one-step\n", "jobs.csv": b"job,seconds\nold,1.0\n",
             "peer.csv": b"key\nold\n", "report.md": b"# the previous report\n", "regime_map.png": b"\x89PNG old"}
@@ -99,7 +102,7 @@ def test_an_interrupt_inside_the_swap_leaves_one_complete_set(tmp_path, monkeypa
     out = tmp_path / "results"
     _previous(out)
     before = _snapshot(out)
-    _interrupt_nth_call(monkeypatch, planner.atomic.os, "rename", n)
+    _interrupt_nth_call(monkeypatch, planner.io.atomic.os, "rename", n)
     assert _run(out) == 130
     assert _snapshot(out) == before
     assert _beside(out) == []
@@ -109,18 +112,18 @@ def test_an_interrupt_inside_the_swap_leaves_one_complete_set(tmp_path, monkeypa
 def test_an_interrupt_while_the_old_set_is_removed_leaves_the_new_one(tmp_path, monkeypatch, capsys):
     out = tmp_path / "results"
     _previous(out)
-    real = planner.atomic.shutil.rmtree
+    real = planner.io.atomic.shutil.rmtree
 
     def rmtree(path, *a, **k):
         if str(path).endswith(".previous"):
             raise KeyboardInterrupt
         return real(path, *a, **k)
 
-    monkeypatch.setattr(planner.atomic.shutil, "rmtree", rmtree)
+    monkeypatch.setattr(planner.io.atomic.shutil, "rmtree", rmtree)
     assert _run(out) == 130
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "new results" in err[0]
-    monkeypatch.setattr(planner.atomic.shutil, "rmtree", real)
+    monkeypatch.setattr(planner.io.atomic.shutil, "rmtree", real)
     recover_folder(out)  # what the next start does
     assert _complete_new(out)
     assert _beside(out) == []
@@ -203,7 +206,8 @@ def _can_mkdir(folder) -> bool:
 
 
 _SLOW_WRITER = """
-import pathlib, sys, time
+import pathlib, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal, even when started in the background
 import studies.depth.run as depth
 depth.build_jobs = lambda config, **kw: [depth.Job("case", 0, 3)]
 real = depth.write_csv
@@ -249,7 +253,7 @@ def test_write_csv_is_atomic(tmp_path, monkeypatch):
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(planner.atomic.os, "replace", broken_replace)
+    monkeypatch.setattr(planner.io.atomic.os, "replace", broken_replace)
     with pytest.raises(OutputError, match="No space left on device"):
         write_csv([{"a": 1.5, "b": None}], target)
     assert target.read_text() == "previous\n"

@@ -20,6 +20,9 @@ from studies.wide import wide_domain
 from studies.tables import read_csv
 from studies.depth.report import Cases, verdict
 
+#: The studies' tests run the studies (seconds to minutes each): CI runs them, the quick loop does not.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 #: The depth and baseline columns checked against the CLI (the table's exact values).
@@ -157,7 +160,7 @@ def test_the_committed_report_renders_again_from_its_csvs():
 
 def test_an_exact_evaluation_stops_at_its_caps_and_bounds_what_it_left():
     import planner
-    from planner.audit import Audit
+    from planner.evaluation.audit import Audit
     from planner.errors import EvaluationNodeCap
     from studies.measure import EvaluationCapped, loss_bounds, measure_exact
 

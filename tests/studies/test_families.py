@@ -8,12 +8,12 @@ import numpy.testing as npt
 import pytest
 
 from lookahead.core import evsi
-from planner.admission import admit
+from planner.gates.admission import admit
 import planner
 from planner.compile import compile_domain
 from planner.errors import DomainError
-from planner.domain import load_domain
-from planner.domain import Domain
+from planner.model.domain import load_domain
+from planner.model.domain import Domain
 from planner.node import root_node
 from planner.policies.baselines import relevance_order
 from studies.families import (
@@ -28,6 +28,9 @@ from studies.families import (
     stable_seed,
     to_yaml,
 )
+
+#: The studies' tests run the studies (seconds to minutes each): CI runs them, the quick loop does not.
+pytestmark = pytest.mark.slow
 
 INSTANCES = range(4)
 

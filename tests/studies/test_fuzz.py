@@ -18,6 +18,9 @@ import pytest
 from conftest import ROOT
 from studies import fuzz_domains
 
+#: The studies' tests run the studies (seconds to minutes each): CI runs them, the quick loop does not.
+pytestmark = pytest.mark.slow
+
 #: Mutants in the suite (the bench runs 10,000), and their seed.
 N_MUTANTS = 300
 SEED = 20260105

@@ -8,6 +8,9 @@ import pytest
 
 from studies.jobs import Progress, default_workers, deterministic_columns, map_jobs
 
+#: The studies' tests run the studies (seconds to minutes each): CI runs them, the quick loop does not.
+pytestmark = pytest.mark.slow
+
 
 class _Terminal(io.StringIO):
     def isatty(self):

@@ -10,18 +10,21 @@ import numpy.testing as npt
 import pytest
 
 import planner
-from planner.admission import admit
-from planner.audit import Audit
+from planner.gates.admission import admit
+from planner.evaluation.audit import Audit
 from planner.compile import compile_domain
 from planner.errors import PlannerError
-from planner.evaluate import evaluate_policy
-from planner.domain import Domain
+from planner.evaluation.evaluate import evaluate_policy
+from planner.model.domain import Domain
 from planner.policies import parse_policy
 from planner.policies.confidence import ConfidenceGate, p_best
-from planner.session import Session
+from planner.session.session import Session
 from studies.families import SUBJECT_ENTITLEMENTS, family_domain
 from studies.measure import draw_episodes, measure_exact, measure_mc, weighted_quantile
 from studies.optimal import OptimalValues
+
+#: The studies' tests run the studies (seconds to minutes each): CI runs them, the quick loop does not.
+pytestmark = pytest.mark.slow
 
 CALLER = planner.Caller(entitlements=SUBJECT_ENTITLEMENTS)
 

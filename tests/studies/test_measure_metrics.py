@@ -17,15 +17,18 @@ import numpy.testing as npt
 import pytest
 
 import planner
-from planner.audit import Audit
+from planner.evaluation.audit import Audit
 from planner.compile import compile_domain
-from planner.domain import Domain
+from planner.model.domain import Domain
 from planner.node import Decision, root_node
 from planner.policies import parse_policy
 from planner.policies.base import Policy
 from studies.wide import wide_instance
 from studies.measure import action_classes, measure_exact
 from studies.families import SUBJECT_ENTITLEMENTS
+
+#: The studies' tests run the studies (seconds to minutes each): CI runs them, the quick loop does not.
+pytestmark = pytest.mark.slow
 
 CALLER = planner.Caller(entitlements=SUBJECT_ENTITLEMENTS)
 

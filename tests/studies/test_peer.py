@@ -15,13 +15,16 @@ import pytest
 from numpy.testing import assert_allclose
 
 import planner
-from planner.admission import admit
-from planner.evaluate import evaluate_policy
+from planner.gates.admission import admit
+from planner.evaluation.evaluate import evaluate_policy
 from planner.node import root_node
 from planner.policies import parse_policy
-from planner.simulate import inverse_cdf
+from planner.session.simulate import inverse_cdf
 from studies import peer
 from studies.measure import draw_episodes
+
+#: The studies' tests run the studies (seconds to minutes each): CI runs them, the quick loop does not.
+pytestmark = pytest.mark.slow
 
 pytest.importorskip("pomdp_py")
 

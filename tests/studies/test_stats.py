@@ -27,6 +27,9 @@ from studies.stats import (
     wilcoxon_signed_rank,
 )
 
+#: The studies' tests run the studies (seconds to minutes each): CI runs them, the quick loop does not.
+pytestmark = pytest.mark.slow
+
 TOL = 1e-9
 
 

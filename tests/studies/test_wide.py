@@ -7,11 +7,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.caller import Caller
-from planner.domain import Domain
-from planner.evaluate import evaluate_policy
+from planner.model.caller import Caller
+from planner.model.domain import Domain
+from planner.evaluation.evaluate import evaluate_policy
 from studies.families import SUBJECT_ENTITLEMENTS
 from studies.wide import MAX_ADMITTED, WIDE_BUDGETS, admitted_count, wide_domain, wide_instance
+
+#: The studies' tests run the studies (seconds to minutes each): CI runs them, the quick loop does not.
+pytestmark = pytest.mark.slow
 
 CALLER = Caller(entitlements=SUBJECT_ENTITLEMENTS)
 

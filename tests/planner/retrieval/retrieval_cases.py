@@ -6,7 +6,7 @@ import datetime as _dt
 
 from hypothesis import strategies as st
 
-from planner.caller import Caller
+from planner.model.caller import Caller
 from planner.retrieval.acceptance import Losses
 from planner.retrieval.calibration import CalibratorSet
 from planner.retrieval.corpus import LABELS, Query, SourceSpec

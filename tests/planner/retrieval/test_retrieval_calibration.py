@@ -18,7 +18,7 @@ from planner.retrieval.calibration import (
     platt_fit,
     reliability,
 )
-from planner.retrieval.errors import CalibrationError, UncalibratedScoreError
+from planner.retrieval.errors import ScoreCalibrationError, UncalibratedScoreError
 from planner.retrieval.pipeline import read_calibrators, shipped_calibrators
 
 
@@ -74,11 +74,11 @@ def test_round_trip_and_a_tampered_file_is_refused():
     np.testing.assert_array_equal(b.probabilities([1.0, 5.0, 9.0]), a.probabilities([1.0, 5.0, 9.0]))
     data = a.to_json()
     data["params"]["y"][-1] = 0.5
-    with pytest.raises(CalibrationError, match="id|non-decreasing"):
+    with pytest.raises(ScoreCalibrationError, match="id|non-decreasing"):
         Calibrator.from_json(data)
     data = a.to_json()
     data["date"] = "2027-01-01"
-    with pytest.raises(CalibrationError, match="edited after the fit"):
+    with pytest.raises(ScoreCalibrationError, match="edited after the fit"):
         Calibrator.from_json(data)
 
 
@@ -88,21 +88,21 @@ def test_round_trip_and_a_tampered_file_is_refused():
 def test_malformed_calibrators_are_one_line_errors(edit):
     data = fit_calibrator(judgments(), index_id="ix:1", date="2026-06-30").to_json()
     edit(data)
-    with pytest.raises(CalibrationError) as e:
+    with pytest.raises(ScoreCalibrationError) as e:
         Calibrator.from_json(data)
     assert "\n" not in str(e.value)
 
 
 def test_too_few_or_one_label_judgments_are_refused():
-    with pytest.raises(CalibrationError, match="at least"):
+    with pytest.raises(ScoreCalibrationError, match="at least"):
         fit_calibrator(judgments(n=10), index_id="ix:1")
     one = Judgments.from_rows("ix", [("q", f"d{i}", float(i), False, "a") for i in range(50)])
-    with pytest.raises(CalibrationError, match="both labels"):
+    with pytest.raises(ScoreCalibrationError, match="both labels"):
         fit_calibrator(one, index_id="ix:1")
 
 
 def test_a_falling_platt_slope_is_refused():
-    with pytest.raises(CalibrationError, match="falls as the score rises"):
+    with pytest.raises(ScoreCalibrationError, match="falls as the score rises"):
         fit_calibrator(judgments(n=2000, slope=-1.0), method="platt", index_id="ix:1")
 
 
@@ -116,9 +116,9 @@ def test_scores_of_another_index_are_refused():
     cs = CalibratorSet.of([cal])
     with pytest.raises(UncalibratedScoreError, match="no calibrator for index 'archive_index'"):
         cs.calibrate("archive_index", 3.0)
-    with pytest.raises(CalibrationError, match="one per index"):
+    with pytest.raises(ScoreCalibrationError, match="one per index"):
         CalibratorSet.of([cal, cal])
-    with pytest.raises(CalibrationError, match="finite"):
+    with pytest.raises(ScoreCalibrationError, match="finite"):
         cal.calibrate(float("nan"), index="policy_index")
 
 
@@ -134,7 +134,7 @@ def test_reliability_buckets_and_strata_cover_every_judgment():
     bad = Calibrator(method="platt", backend="numpy", index="ix", index_id="ix:1", params=(3.0, -5.0),
                      data_sha256="0" * 64, n=1, n_relevant=1, date="2026-06-30")
     assert reliability(bad, test).overall["ece"] > 0.1
-    with pytest.raises(CalibrationError, match="cannot test"):
+    with pytest.raises(ScoreCalibrationError, match="cannot test"):
         reliability(cal, judgments(index="other"))
 
 
@@ -146,7 +146,7 @@ def test_calibrated_probabilities_never_fall_as_the_score_rises(rows):
     for method in ("isotonic", "platt"):
         try:
             cal = fit_calibrator(j, method=method, index_id="ix:1", date="2026-06-30")
-        except CalibrationError:
+        except ScoreCalibrationError:
             continue  # a falling Platt slope: refused, which is the point
         p = cal.probabilities(np.linspace(-6, 6, 200))
         assert np.all(np.diff(p) >= -1e-15) and p.min() >= 0 and p.max() <= 1
@@ -159,7 +159,7 @@ def test_the_shipped_calibrators_read_back_and_name_their_data(tmp_path):
         assert c.method == "isotonic" and len(c.data_sha256) == 64 and c.n >= 100
     bad = tmp_path / "c.json"
     bad.write_text("{}")
-    with pytest.raises(CalibrationError, match="not a calibrator file"):
+    with pytest.raises(ScoreCalibrationError, match="not a calibrator file"):
         read_calibrators(bad)
-    with pytest.raises(CalibrationError, match="no such file"):
+    with pytest.raises(ScoreCalibrationError, match="no such file"):
         read_calibrators(tmp_path / "missing.json")

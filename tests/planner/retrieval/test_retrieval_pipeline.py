@@ -15,7 +15,7 @@ from planner.retrieval.pipeline import Retrieval, evaluate, shipped_calibrators 
 from planner.retrieval.receipt import settlement_receipt, validate_settlement_receipt  # noqa: E402
 from planner.retrieval.tool import DOMAIN_CALLER, OUTCOMES, SettlementTool, measure_likelihoods  # noqa: E402
 from planner.retrieval.acceptance import Losses  # noqa: E402
-from planner.caller import Caller  # noqa: E402
+from planner.model.caller import Caller  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +91,7 @@ def test_the_planner_searches_and_escalates_on_withheld(retrieval, cals):
     assert [st.outcome for st in s.steps] == ["unavailable"] and stop.action == "escalate"
 
 
+@pytest.mark.slow
 def test_the_committed_frontier_is_what_the_sweep_computes(retrieval, cals):
     import csv
 

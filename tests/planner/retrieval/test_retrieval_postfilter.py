@@ -14,6 +14,7 @@ def test_twenty_at_fifteen_percent_expect_three_survivors():
     assert hi - mean == pytest.approx(1.959963984540054 * (20 * 0.15 * 0.85 / 400) ** 0.5)
 
 
+@pytest.mark.slow
 def test_the_measured_mean_over_seeded_draws_matches_within_its_interval():
     r = simulate_survivors(20, 0.15, draws=400, seed=0)
     assert r.expected == pytest.approx(3.0)
@@ -21,6 +22,7 @@ def test_the_measured_mean_over_seeded_draws_matches_within_its_interval():
     assert len(r.counts) == 400 and max(r.counts) <= 20
 
 
+@pytest.mark.slow
 def test_the_interval_check_can_fail():
     r = simulate_survivors(20, 0.30, draws=400, seed=0)  # measured about 6 against the model's 3 for s = 0.15
     mean, lo, hi = binomial_expectation(20, 0.15, 400)

@@ -12,11 +12,11 @@ from planner.retrieval.errors import SettlementReceiptError
 from planner.retrieval.receipt import (
     consumer_view,
     read_settlement_receipt,
-    receipt_facts,
+    receipt_tally,
     settlement_receipt,
     validate_settlement_receipt,
 )
-from planner.retrieval.settlement import BUDGET, EXHAUSTED, LIMIT, SETTLEMENTS, Facts, settle
+from planner.retrieval.settlement import BUDGET, EXHAUSTED, LIMIT, SETTLEMENTS, Tally, settle
 from planner.retrieval.synthetic import DATE, doc
 from planner.retrieval.topk import QueryBudget, accepted_top_k
 from retrieval_cases import CALIBRATORS, L, Q, STAFF, cases, src
@@ -50,7 +50,7 @@ def test_every_settlement_kind_is_reachable_and_distinct_in_receipts():
         r = json.loads(json.dumps(settlement_receipt(make())))
         validate_settlement_receipt(r)
         assert r["settlement"]["kind"] == kind
-        assert settle(receipt_facts(r)).kind == kind  # re-derived from what the receipt records
+        assert settle(receipt_tally(r)).kind == kind  # re-derived from what the receipt records
         kinds[kind] = r["settlement"]
     assert len({json.dumps(s, sort_keys=True) for s in kinds.values()}) == len(SETTLEMENTS)
     assert kinds["over_budget"]["dimension"] == "context_tokens"
@@ -71,15 +71,15 @@ def test_a_refusal_is_unavailable_and_says_refused():
 
 
 @pytest.mark.parametrize("facts, kind", [
-    (Facts(cause=LIMIT, delivered=3, unavailable=[("x", False)]), "complete"),
-    (Facts(cause=EXHAUSTED, delivered=1, unavailable=[("x", False)]), "unavailable"),
-    (Facts(cause=BUDGET, dimension="time_ms", withheld=2), "over_budget"),
-    (Facts(cause=EXHAUSTED, delivered=1, over_context=1), "over_budget"),
-    (Facts(cause=EXHAUSTED, delivered=1, withheld=4, abstained=2), "partial"),
-    (Facts(cause=EXHAUSTED, withheld=1, abstained=2), "withheld"),
-    (Facts(cause=EXHAUSTED, abstained=2), "abstained"),
-    (Facts(cause=EXHAUSTED), "empty"),
-    (Facts(cause=LIMIT), "empty"),  # a consumer's view of a complete result whose documents it may not see
+    (Tally(cause=LIMIT, delivered=3, unavailable=[("x", False)]), "complete"),
+    (Tally(cause=EXHAUSTED, delivered=1, unavailable=[("x", False)]), "unavailable"),
+    (Tally(cause=BUDGET, dimension="time_ms", withheld=2), "over_budget"),
+    (Tally(cause=EXHAUSTED, delivered=1, over_context=1), "over_budget"),
+    (Tally(cause=EXHAUSTED, delivered=1, withheld=4, abstained=2), "partial"),
+    (Tally(cause=EXHAUSTED, withheld=1, abstained=2), "withheld"),
+    (Tally(cause=EXHAUSTED, abstained=2), "abstained"),
+    (Tally(cause=EXHAUSTED), "empty"),
+    (Tally(cause=LIMIT), "empty"),  # a consumer's view of a complete result whose documents it may not see
 ])
 def test_the_precedence(facts, kind):
     assert settle(facts).kind == kind
@@ -87,9 +87,9 @@ def test_the_precedence(facts, kind):
 
 def test_facts_refuse_a_dimension_that_does_not_go_with_the_cause():
     with pytest.raises(ValueError):
-        Facts(cause=BUDGET)
+        Tally(cause=BUDGET)
     with pytest.raises(ValueError):
-        Facts(cause=EXHAUSTED, dimension="candidates")
+        Tally(cause=EXHAUSTED, dimension="candidates")
 
 
 def test_three_confidential_matches_never_reach_a_consumer_who_may_not_know_them():
@@ -116,10 +116,11 @@ def _strip(receipt, consumer):
     r["trace"] = [e for e in r["trace"] if seen(ent[e["source"]]) and seen(LABELS[e["label"]])]
     r["calibrators"] = [c for c in r["calibrators"] if seen(ent.get(c["index"]))]
     r["delivered"] = [e["document"] for e in r["trace"] if e["status"] == "delivered"]
-    r["settlement"].update(kind=settle(receipt_facts(r)).kind)
+    r["settlement"].update(kind=settle(receipt_tally(r)).kind)
     return r
 
 
+@pytest.mark.slow
 @given(cases())
 def test_a_consumer_view_is_the_same_whether_or_not_the_hidden_documents_existed(case):
     t = accepted_top_k(case["query"], case["sources"], case["calibrators"], case["losses"], limit=case["limit"],

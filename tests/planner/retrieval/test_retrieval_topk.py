@@ -8,8 +8,8 @@ import attrs
 import pytest
 from hypothesis import given
 
-from planner.admission import ENTITLEMENT
-from planner.caller import Caller
+from planner.gates.admission import ENTITLEMENT
+from planner.model.caller import Caller
 from planner.retrieval.acceptance import Losses
 from planner.retrieval.calibration import CalibratorSet
 from planner.retrieval.corpus import Query, SourceSpec
@@ -137,6 +137,7 @@ def _eligible(e, case) -> bool:
     return not candidate_reasons(e.doc, case["query"], case["caller"], DATE)
 
 
+@pytest.mark.slow
 @given(cases())
 def test_an_ineligible_candidate_is_never_accepted_nor_counted(case):
     t = accepted_top_k(case["query"], case["sources"], case["calibrators"], case["losses"], limit=case["limit"],
@@ -193,6 +194,7 @@ def test_plain_and_postfiltered_top_k_deliver_only_eligible_candidates(case):
     assert post.examined <= case["limit"]
 
 
+@pytest.mark.slow
 @given(cases())
 def test_a_consumer_never_sees_a_document_it_may_not_know(case):
     t = accepted_top_k(case["query"], case["sources"], case["calibrators"], case["losses"], limit=case["limit"],

@@ -1,0 +1,324 @@
+"""The session: owns belief, facts and budget; asks a policy; records outcomes; stops.
+
+>>> import planner
+>>> s = planner.Session(planner.load_domain("payment_release"))
+>>> s.next().observation
+'approval_registry'
+>>> s.record("approval_registry", "pending")
+>>> stop = s.next()
+>>> stop.action, round(stop.expected_loss, 3), stop.reason
+('hold', 1.085, 'no_positive_value')
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from typing import Callable, Mapping
+
+import attrs
+
+from planner.gates.admission import prepare
+from planner.model.caller import Caller
+from planner.errors import SessionError
+from planner.model.parts import UNAVAILABLE
+from planner.node import Decision, Node, root_node
+from planner.policies import DEFAULT_POLICY, Policy, parse_policy
+from planner.session.receipt import build_receipt
+from planner.session.stop import Stop, StopReason, stop_at, stop_from_outside
+from planner.io.store import OutcomeLog, open_log
+
+__all__ = ["Session", "Observe", "Step"]
+
+
+@attrs.frozen(kw_only=True)
+class Observe:
+    """The policy wants `observation` acquired next."""
+
+    observation: str
+    candidates: tuple
+    risk: float
+    action: str
+    info: dict = attrs.field(factory=dict, eq=False)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Step:
+    """One acquisition of a session, as the receipt records it.
+
+    Attributes
+    ----------
+    before, after : Node
+        The node the policy was asked at, and the node after the outcome.
+    asked : Observe
+        What the policy answered there (an empty candidate table when the
+        outcome was recorded without asking).
+    chosen : str or None
+        The policy's choice (None: recorded without asking the policy).
+    acquired, outcome : str
+        What was acquired and what it returned.
+    unplanned : bool
+        The outcome is an ``unavailable`` the model gave probability 0 (the
+        belief is unchanged; the call is charged).
+    note : str or None
+        What went wrong with the tool, when it failed (an exception, a
+        timeout, an answer that is not a declared outcome).
+    """
+
+    before: Node
+    after: Node
+    asked: Observe
+    chosen: str | None
+    acquired: str
+    outcome: str
+    unplanned: bool = False
+    note: str | None = None
+
+
+class Session:
+    """One decision: belief, facts and budget, advanced by a policy.
+
+    Parameters
+    ----------
+    domain : Domain or CompiledDomain
+    policy : Policy or str, optional
+        A policy object or spec (``"one-step"``, ``"top-k:1"``, ...). Default:
+        :data:`planner.policies.DEFAULT_POLICY`.
+    caller : Caller, optional
+        The subject's entitlements, the purpose (default: the domain's), the
+        decision time (default: now, when records give ``as_of``; recorded in
+        the receipt) and overrides of hard limits (a dimension the domain does
+        not declare is an error).
+    log : OutcomeLog or path, optional
+        Where to log the session (:mod:`planner.io.store`): its start now, each
+        acquisition as it is recorded, the stop and the receipt when it
+        stops. A path is opened with :func:`~planner.io.store.open_log` and
+        closed at the stop; a log object is left open.
+    context : dict, optional
+        JSON-ready data kept with the logged session, beside the ``caller``
+        (entitlements, purpose, decision time, limit overrides) that the
+        session adds; needs `log`.
+
+    Attributes
+    ----------
+    log_id : int or None
+        The session's id in the log (None without a log).
+
+    Notes
+    -----
+    :meth:`next` asks the policy; :meth:`record` adds an outcome; :meth:`run`
+    loops both, calling the user's tools. After a :class:`Stop` the session is
+    over: :meth:`next` returns the same stop and :meth:`record` refuses.
+    A write to the log that fails raises :class:`~planner.errors.LogError`
+    and changes nothing in the session (a failed stop is logged again by the
+    next :meth:`next`).
+    """
+
+    def __init__(self, domain, policy: Policy | str | None = None, *, caller: Caller | None = None,
+                 log: OutcomeLog | str | os.PathLike | None = None, context: dict | None = None):
+        self.compiled, self.admission = prepare(domain, caller)
+        self.domain = self.compiled.domain
+        self.caller: Caller = self.admission.caller
+        spec = DEFAULT_POLICY if policy is None else policy
+        self.policy: Policy = parse_policy(spec) if isinstance(spec, str) else spec
+        self.node: Node = root_node(self.compiled, self.admission)
+        self.steps: list[Step] = []
+        self._pending: tuple[Observe, Node] | None = None
+        self.stop: Stop | None = None
+        self.log_id: int | None = None
+        self._log: OutcomeLog | None = None  # until the stop is logged
+        self._owns_log = False
+        if log is not None:
+            self._begin_log(log, context)
+        elif context is not None:
+            raise SessionError("a context is kept in the outcome log: give a log as well")
+
+    def _begin_log(self, log, context) -> None:
+        """Open the outcome log (a path: owned, closed at the stop) and log the session's start."""
+        context = dict(context or {})
+        if "caller" in context:
+            raise SessionError("context: the key 'caller' is reserved (the session logs its caller there)")
+        owned = not isinstance(log, OutcomeLog)
+        store = open_log(log) if owned else log
+        c = self.compiled
+        caller = self.caller.to_json()
+        caller = {"entitlements": caller["entitlements"], "purpose": self.admission.purpose,
+                  "decision_time": caller["decision_time"], "limits_override": caller["limits_override"]}
+        try:
+            self.log_id = store.begin(domain=self.domain.name, content_hash=self.domain.content_hash,
+                                      world={p: list(v) for p, v in zip(c.prop_names, c.prop_values)},
+                                      policy=self.policy.spec, context={"caller": caller, **context},
+                                      calibration=getattr(self.domain, "calibration_id", None))
+        except BaseException:
+            if owned:
+                store.close()
+            raise
+        self._log, self._owns_log = store, owned
+
+    def _log_stop(self) -> None:
+        """Log the stop and the receipt, once; a log the session opened is closed after."""
+        if self._log is None:
+            return
+        self._log.finish(self.log_id, action=self.stop.action, reason=self.stop.reason,
+                         expected_loss=float(self.stop.expected_loss), receipt=build_receipt(self))
+        log, self._log = self._log, None
+        if self._owns_log:
+            log.close()
+
+    # ------------------------------------------------------------------
+    def next(self) -> Observe | Stop:
+        """Ask the policy: the next observation to acquire, or the stop."""
+        if self.stop is not None:
+            self._log_stop()
+            return self.stop
+        if self._pending is not None:
+            return self._pending[0]
+        node = self.node
+        decision: Decision = self.policy.decide(node)
+        c = self.compiled
+        if decision.observe is not None:
+            o = decision.observe
+            if not node.eligible[o]:
+                why = node.reasons[o][0].text() if node.reasons[o] else "already taken"
+                raise SessionError(f"policy {self.policy.spec} chose {c.obs_names[o]}, which is not eligible: {why}")
+            step = Observe(observation=c.obs_names[o], candidates=decision.candidates, risk=node.risk,
+                           action=c.action_names[node.action], info=decision.info)
+            self._pending = (step, node)
+            return step
+        self.stop = stop_at(node, decision)
+        self._log_stop()
+        return self.stop
+
+    def record(self, name: str, outcome: str, *, note: str | None = None) -> None:
+        """Record that observation `name` returned `outcome` (or ``unavailable``).
+
+        The observation must be eligible now (admitted, available, affordable,
+        not taken) and the outcome one it declares; otherwise a
+        :class:`~planner.errors.SessionError` is raised and nothing changes.
+        ``unavailable`` is always accepted: any tool can fail at run time, and
+        a failure the model gives probability 0 is recorded as *unplanned*
+        (charged, establishing nothing, belief unchanged). `note` says what
+        went wrong with the tool (kept in the receipt).
+        """
+        if self.stop is not None:
+            raise SessionError(f"the session has stopped ({self.stop.reason}); nothing more can be recorded")
+        c = self.compiled
+        try:
+            o = c.obs_index(name)
+        except KeyError:
+            raise SessionError(f"unknown observation '{name}'") from None
+        try:
+            y = c.outcome_index(o, outcome)
+        except KeyError:
+            raise SessionError(f"{name}: unknown outcome '{outcome}' (outcomes: {', '.join(c.outcome_names[o])})") from None
+        if self._pending is None:
+            # Recorded without asking the policy first: no candidate table, no choice.
+            node = self.node
+            chosen = None
+            asked = Observe(observation=name, candidates=(), risk=node.risk, action=c.action_names[node.action])
+        else:
+            asked, node = self._pending
+            chosen = asked.observation
+        if not node.eligible[o]:
+            why = node.reasons[o][0].text() if node.reasons[o] else "already acquired"
+            raise SessionError(f"{name} cannot be acquired now: {why}")
+        unplanned = node.outcome_probs(o)[y] <= 0.0
+        if unplanned and y != node.unavailable_slot(o):
+            raise SessionError(f"{name}: outcome '{outcome}' has probability 0 under the current belief "
+                               "(the domain's likelihoods rule it out)")
+        after = node.child(o, y)
+        if self._log is not None:  # first the log: a failed write leaves the session as it was
+            self._log.acquisition(self.log_id, index=len(self.steps), observation=name, outcome=outcome,
+                                  cost={d: float(c.cost[o, i]) for i, d in enumerate(c.dims)},
+                                  unplanned=bool(unplanned), note=note)
+        self.node = after
+        self._pending = None
+        self.steps.append(Step(before=node, after=after, asked=asked, chosen=chosen, acquired=name, outcome=outcome,
+                               unplanned=bool(unplanned), note=note))
+
+    def run(self, tools: Mapping[str, Callable[[], str]], *, timeout: float | None = None,
+            max_steps: int = 10_000) -> Stop:
+        """Run to the stop, calling ``tools[name]()`` for each acquisition.
+
+        Any tool can fail; the session never does because of it. A tool that
+        raises, takes longer than `timeout` seconds, or returns something that
+        is not one of the observation's declared outcomes yields
+        ``unavailable``: the call is charged, establishes nothing, and the
+        receipt keeps what went wrong (``note``) and whether the model allowed
+        for the failure (``unplanned``). A tool that raises ``KeyboardInterrupt``
+        (or an interrupt that arrives while it runs) ends the session: the
+        interrupted call is recorded as ``unavailable`` and charged, and the
+        stop has reason ``interrupted``, so the receipt says what happened so
+        far.
+
+        Timeouts run the tool in a daemon thread: Python cannot stop a thread,
+        so a timed-out tool keeps running in the background until it returns,
+        but it never keeps the process from exiting. (A process pool could kill
+        it, but would require tools that pickle and would pay a process start
+        per call.)
+        """
+        for _ in range(max_steps):
+            step = self.next()
+            if isinstance(step, Stop):
+                return step
+            fn = tools.get(step.observation)
+            if fn is None:
+                raise SessionError(f"no tool given for observation '{step.observation}'")
+            try:
+                outcome, note = _call_tool(fn, timeout)
+            except KeyboardInterrupt:
+                self.record(step.observation, UNAVAILABLE, note="interrupted (KeyboardInterrupt)")
+                return self._interrupt()
+            c = self.compiled
+            o = c.obs_index(step.observation)
+            if outcome not in c.outcome_names[o]:
+                note = f"the tool returned {outcome!r}, which is not a declared outcome"
+                outcome = UNAVAILABLE
+            self.record(step.observation, outcome, note=note)
+        raise SessionError(f"no stop after {max_steps} steps")  # pragma: no cover - budgets end runs first
+
+    def _interrupt(self) -> Stop:
+        """Stop where the session stands (no policy asked: an empty candidate table)."""
+        self.stop = stop_from_outside(self.node, StopReason.INTERRUPTED)
+        self._log_stop()
+        return self.stop
+
+    def receipt(self, **extra) -> dict:
+        """The decision receipt (JSON-ready dict); see :mod:`planner.session.receipt`."""
+        return build_receipt(self, **extra)
+
+
+def _call_tool(fn, timeout) -> tuple:
+    """``(outcome, note)``: the tool's answer, or ``unavailable`` and what went wrong.
+
+    ``KeyboardInterrupt`` propagates (the session stops on it).
+    """
+    if timeout is None:
+        try:
+            return fn(), None
+        except Exception as e:  # noqa: BLE001 - any tool failure is an unknown outcome
+            return UNAVAILABLE, _failure(e)
+    answer: queue.Queue = queue.Queue(maxsize=1)
+
+    def work():
+        try:
+            answer.put(("ok", fn()))
+        except BaseException as e:  # noqa: BLE001 - reported to the caller's thread
+            answer.put(("error", e))
+
+    threading.Thread(target=work, name="planner-tool", daemon=True).start()
+    try:
+        kind, value = answer.get(timeout=timeout)
+    except queue.Empty:
+        return UNAVAILABLE, f"timed out after {timeout:g} s"
+    if kind == "ok":
+        return value, None
+    if isinstance(value, KeyboardInterrupt):
+        raise value
+    return UNAVAILABLE, _failure(value)
+
+
+def _failure(e: BaseException) -> str:
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"raised {type(e).__name__}" + (f": {text[:200]}" if text else "")
