@@ -53,16 +53,14 @@ class Policy:
         The spec forms listed in help texts (default: ``name`` or ``name:arg``).
     summary : str
         One line for the help text.
-    study : tuple of str
-        Specs of this policy measured on every case of the depth study, in
-        table order (empty: not compared). The study reads nothing else.
-    study_groups : mapping of str to tuple of str
-        The study's groups this policy's specs belong to (a subset of
-        `study`, or for ``conservative`` the bases it wraps): ``cheap``
+    study : mapping of str to tuple of str
+        The depth study's part: each spec of this policy measured on every
+        case (in table order) -> the study's groups it belongs to: ``cheap``
         (static, one-step, rule-based and small fixed-depth planners),
         ``depth`` (multi-step planners), ``model`` (scored under model error),
-        ``frontier`` (the budget and penalty frontier), ``conservative`` (bases
-        of the conservative rule on estimated models).
+        ``frontier`` (the budget and penalty frontier), ``conservative`` (a base
+        of the conservative rule on estimated models). Empty: not compared.
+        The study reads nothing else.
     node_cap_field : str or None
         The attrs field that holds the node cap of one decision (the policy
         searches); None for a policy that does not search, which
@@ -78,8 +76,7 @@ class Policy:
     arg: str | None = None
     forms: tuple = ()
     summary: str = ""
-    study: tuple = ()
-    study_groups: dict = {}
+    study: dict = {}
     node_cap_field: str | None = None
     value_label: str = "EVSI"
     wraps: bool = False

@@ -25,8 +25,7 @@ class NoRetrieval(Policy):
 
     name = "none"
     summary = "decide on the prior: acquire nothing"
-    study = ("none",)
-    study_groups = {"model": ("none",), "frontier": ("none",)}
+    study = {"none": ("model", "frontier")}
 
     def decide(self, node):
         return Decision(observe=None, candidates=tuple(_unscored_rows(node)), limited=True)
@@ -54,8 +53,7 @@ class StaticTopK(Policy):
     name = "top-k"
     arg = "K"
     summary = "static relevance order over the eligible universe, up to K acquisitions"
-    study = ("top-k:1", "top-k:3")
-    study_groups = {"cheap": ("top-k:1", "top-k:3"), "frontier": ("top-k:3",)}
+    study = {"top-k:1": ("cheap",), "top-k:3": ("cheap", "frontier")}
 
     @classmethod
     def from_arg(cls, arg, spec):

@@ -132,8 +132,7 @@ class Blinkered(Policy):
     arg = "K"
     forms = ("blinkered", "blinkered:K")
     summary = "semi-myopic blinkered VOI: the best of one observation or a greedy batch of up to K (default 3)"
-    study = ("blinkered:2",)
-    study_groups = {"cheap": ("blinkered:2",), "model": ("blinkered:2",), "frontier": ("blinkered:2",)}
+    study = {"blinkered:2": ("cheap", "model", "frontier")}
 
     @property
     def spec(self) -> str:

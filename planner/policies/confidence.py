@@ -91,8 +91,7 @@ class ConfidenceGate(Policy):
     name = "confidence"
     arg = "T"
     summary = "retrieve-or-not gate: acquire the most relevant eligible source while P(best action) < T"
-    study = ("confidence:0.9",)
-    study_groups = {"cheap": ("confidence:0.9",)}
+    study = {"confidence:0.9": ("cheap",)}
 
     @classmethod
     def from_arg(cls, arg, spec):

@@ -105,8 +105,7 @@ class DecisionRegion(Policy):
     name = "decision-region"
     summary = "EC2-style: the largest expected cut of edge mass between decision regions per unit cost"
     value_label = "region value"
-    study = ("decision-region",)
-    study_groups = {"cheap": ("decision-region",), "model": ("decision-region",), "frontier": ("decision-region",)}
+    study = {"decision-region": ("cheap", "model", "frontier")}
 
     def _score(self, node):
         c = node.compiled

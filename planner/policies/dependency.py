@@ -115,8 +115,7 @@ class DependencyRule(Policy):
 
     name = "dependency"
     summary = "one-step plus the value of observations blocked only by preconditions, via the cheapest prerequisite plan"
-    study = ("dependency",)
-    study_groups = {"cheap": ("dependency",), "model": ("dependency",), "frontier": ("dependency",)}
+    study = {"dependency": ("cheap", "model", "frontier")}
 
     def decide(self, node):
         c = node.compiled

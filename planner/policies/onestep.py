@@ -55,9 +55,7 @@ class OneStepEVSI(Policy):
 
     name = "one-step"
     summary = "the one-step EVSI rule: take the largest EVSI - cost while positive"
-    study = ("one-step",)
-    study_groups = {"cheap": ("one-step",), "model": ("one-step",), "frontier": ("one-step",),
-                    "conservative": ("one-step",)}
+    study = {"one-step": ("cheap", "model", "frontier", "conservative")}
 
     def decide(self, node):
         net, rows = one_step_table(node)

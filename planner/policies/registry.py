@@ -43,12 +43,11 @@ POLICIES = (
 # take these declarations when it lands, and this block goes (tests/planner/policies/test_registry.py
 # says so once they are there).
 Lookahead.node_cap_field = "max_nodes"
-Lookahead.study_groups = {"cheap": ("lookahead:2",), "depth": ("lookahead:2", "lookahead:3", "lookahead:auto"),
-                          "model": ("lookahead:2", "lookahead:3"), "frontier": ("lookahead:2", "lookahead:3")}
+Lookahead.study = {"lookahead:2": ("cheap", "depth", "model", "frontier"), "lookahead:3": ("depth", "model", "frontier"),
+                   "lookahead:auto": ("depth",)}
 Bounded.node_cap_field = "node_budget"
-Bounded.study = ("bounded:1000", "bounded:10000", "bounded:auto:1", "bounded:auto:0.1", "bounded")
-Bounded.study_groups = {"depth": Bounded.study, "model": ("bounded",), "frontier": ("bounded",),
-                        "conservative": ("bounded",)}
+Bounded.study = {"bounded:1000": ("depth",), "bounded:10000": ("depth",), "bounded:auto:1": ("depth",),
+                 "bounded:auto:0.1": ("depth",), "bounded": ("depth", "model", "frontier", "conservative")}
 
 #: The spec a session uses when none is given.
 DEFAULT_POLICY = "bounded"
@@ -121,14 +120,14 @@ def study_specs(group: str | None = None) -> tuple:
     """The specs the depth study compares (every case), or those of one of its groups, in table order.
 
     The study reads its policy lists here and nowhere else: each class's
-    :attr:`~planner.policies.base.Policy.study` and ``study_groups``.
+    :attr:`~planner.policies.base.Policy.study` (spec -> the groups it is in).
 
     >>> study_specs()[:4]
     ('none', 'top-k:1', 'top-k:3', 'confidence:0.9')
     >>> study_specs("conservative")
     ('one-step', 'bounded')
     """
-    return tuple(spec for cls in POLICIES for spec in (cls.study if group is None else cls.study_groups.get(group, ())))
+    return tuple(spec for cls in POLICIES for spec, groups in cls.study.items() if group is None or group in groups)
 
 
 def policy_table() -> str:

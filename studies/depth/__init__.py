@@ -1,8 +1,8 @@
 """The depth-comparison study: when does option value justify planning depth?
 
 - :mod:`studies.depth.design`: seeds, models, the frontier's grid; the
-  policies compared are the registry's (each class's ``study`` and
-  ``study_groups``);
+  policies compared are the registry's (each class's ``study``: spec ->
+  groups);
 - :mod:`studies.depth.run`: the jobs (case, peer, model, frontier), the run,
   its outputs swapped in as one set;
 - :mod:`studies.depth.report`: the report, the regime map and the plots, from

@@ -4,7 +4,7 @@ One module that both the runner (:mod:`studies.depth.run`) and the
 report (:mod:`studies.depth.report`) read, so neither imports the other's
 constants. The policy lists are the registry's
 (:func:`planner.policies.registry.study_specs`): each policy class declares
-its specs (``study``) and its groups (``study_groups``), so adding a policy
+its specs and their groups (``study``), so adding a policy
 to the study is a line in its own class.
 """
 
