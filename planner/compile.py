@@ -1,4 +1,4 @@
-"""Compile a :class:`~planner.model.parts.Domain` into flat, read-only numpy arrays.
+"""Compile a :class:`~planner.model.domain.Domain` into flat, read-only numpy arrays.
 
 This is the only module where names become indices. Axis letters used in every
 docstring of the project:

@@ -10,7 +10,7 @@ writes its number:
   (:func:`planner.policies.base.pick_best`). It is the kernels' own constant
   (:data:`lookahead.core.TIE`), so the two worlds break ties alike.
 - :data:`BUDGET_TOL`: the slack of a hard limit, for float sums of costs
-  (:func:`planner.gates.budget.fits`). Also the kernels' own constant
+  (:func:`planner.gates.budget.within`). Also the kernels' own constant
   (:data:`lookahead.core.BUDGET_TOL`).
 - :data:`VALUE_TOL`: two *computed* values of the same quantity agree
   (replay against its receipt, a policy against the certified optimum, a

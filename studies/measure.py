@@ -396,7 +396,7 @@ def measure_exact(compiled, policy, *, audit, caller=None, optimal=None, none_ac
     Returns
     -------
     dict
-        The metrics (column name -> value), see :func:`studies.jobs.run_case`.
+        The metrics (column name -> value), one row of the depth study (:func:`studies.depth.run.run_job`).
 
     Examples
     --------

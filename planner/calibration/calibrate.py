@@ -69,7 +69,7 @@ __all__ = ["calibrate", "CalibrationResult", "CalibrationError", "posterior_draw
 #: logged outcomes. Declared rows are guesses (the reason to calibrate), so the prior should yield to
 #: a few dozen outcomes; at 10 a wrong 0.35 kept the payment message's posterior 0.6 standard
 #: deviations off the truth after 1,000 sessions, and its 90% intervals covered the true rows 84% of
-#: the time (bench/results/calibration/report.md compares both strengths).
+#: the time (studies/results/calibration/report.md compares both strengths).
 PRIOR_STRENGTH = 2.0
 #: ``em``: every session, unresolved ones through EM; ``resolved``: resolved sessions only.
 METHODS = ("em", "resolved")

@@ -25,7 +25,7 @@ Validation runs in three passes, each stopping at the first problem:
    ``requires`` (the fallback when no evidence can be had).
 
 The caps bound the work of every pass whatever the input: a file under them
-loads and compiles in well under a second (``bench/fuzz_domains.py`` measures
+loads and compiles in well under a second (``studies/fuzz_domains.py`` measures
 it), and one over them is refused with one line naming the cap.
 
 Every failure is a :class:`planner.errors.DomainError` whose message is one line

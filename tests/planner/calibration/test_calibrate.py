@@ -246,7 +246,7 @@ def test_scoring_refuses_another_structure(payment):
 
 
 # --------------------------------------------------------------------------
-# the simulator and the acceptance figures (a reduced version of bench/calibration.py)
+# the simulator and the acceptance figures (a reduced version of studies/calibration.py)
 
 
 def test_simulated_logs_are_seeded_and_resolve_selectively(tmp_path, payment, truth):

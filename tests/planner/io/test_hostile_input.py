@@ -7,7 +7,7 @@ to compile, and a misspelt budget dimension. Every case is checked through the
 API (the exact :class:`~planner.errors.DomainError`) and the CLI (``validate``
 prints ``FILE: <message>``; ``run`` prints ``planner: error: <message>`` on
 stderr); a hang guard stops a case that would run away (the speed itself is
-measured in ``bench/fuzz_domains.py``, not here).
+measured in ``studies/fuzz_domains.py``, not here).
 """
 
 from __future__ import annotations
