@@ -119,6 +119,7 @@ __all__ = [
     "lookup",
     "plan_from",
     "canonical_belief",
+    "depth_bound",
 ]
 
 # dtype aliases, declared once
@@ -776,8 +777,8 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     depth = int(depth)
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
-    # no path is longer than the observations left: deeper is the same search
-    depth = min(depth, int((np.asarray(outcome_of) < 0).sum()))
+    # no path is longer than the hard budget lets it be: deeper is the same search
+    depth = min(depth, depth_bound(outcome_of, spent, admitted, cost, limits))
     O = len(outcome_of)
     Y = lik.shape[1]
     zob, dk = zobrist_keys(int(O), int(Y), depth)
@@ -797,6 +798,46 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
                         nodes=int(stats[_ST_NODES]), hits=int(stats[_ST_HITS]), entries=int(stats[_ST_NODE_ENTRIES] + stats[_ST_LEAF_ENTRIES]),
                         capacity=int(stats[_ST_CAPACITY]), pruned=int(stats[_ST_PRUNED]), tree_nodes=float(tree),
                         table=(node_tab, leaf_tab), zobrist=zob, depth_keys=dk)
+
+
+def depth_bound(outcome_of, spent, admitted, cost, limits) -> int:
+    """Most acquisitions any plan from this node can make: the untaken admitted observations, or fewer where a limit binds.
+
+    On each budget dimension the cheapest untaken admitted observations are
+    counted while their costs still fit what is left (the affordability rule,
+    ``spent + cost <= limit + BUDGET_TOL``); every plan's acquisitions fit every
+    limit, so no plan is longer than the smallest count. A search to a depth
+    beyond this bound is the same search (the same values and choices, more
+    work): :func:`expectimax` searches no deeper.
+
+    Parameters
+    ----------
+    outcome_of : int64[O]
+    spent : float64[D]
+    admitted : bool[O]
+    cost : float64[O, D]
+    limits : float64[D]
+        ``inf`` where a dimension has no limit.
+
+    Examples
+    --------
+    Four untaken observations of one call each, three calls left:
+
+    >>> depth_bound(np.array([-1, -1, -1, -1, 0]), np.array([1.0]), np.ones(5, bool),
+    ...             np.ones((5, 1)), np.array([4.0]))
+    3
+    """
+    open_ = (np.asarray(outcome_of) < 0) & np.asarray(admitted, dtype=bool)
+    bound = int(open_.sum())
+    costs = np.asarray(cost, dtype=FLOAT)[open_]
+    for d, limit in enumerate(np.asarray(limits, dtype=FLOAT)):
+        if not np.isfinite(limit) or bound == 0:
+            continue
+        total = np.cumsum(np.sort(costs[:, d]))
+        # twice the slack: a count one too high only costs work, one too low would cut a plan
+        fits = int(np.searchsorted(total, limit - float(spent[d]) + 2 * BUDGET_TOL, side="right"))
+        bound = min(bound, fits)
+    return bound
 
 
 # --------------------------------------------------------------------------

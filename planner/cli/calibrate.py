@@ -118,6 +118,7 @@ def register(sub) -> None:
     p.add_argument("--policy", default=DEFAULT_POLICY, metavar="SPEC", action=Once,
                    help=f"what the sessions run (default {DEFAULT_POLICY})")
     p.add_argument("--max-nodes", type=int, metavar="N", action=Once, help="as for planner run")
+    p.add_argument("--max-work", type=int, metavar="N", action=Once, help="as for planner run")
     p.add_argument("--plan-on", metavar="DOMAIN", action=Once,
                    help="the domain the sessions plan on and log (default: the true domain); it may differ "
                         "from the truth only in its likelihoods")

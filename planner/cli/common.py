@@ -192,8 +192,10 @@ def add_policy_arg(p, *, repeatable: bool = False) -> None:
         p.add_argument("--policy", default=DEFAULT_POLICY, metavar="SPEC", action=Once,
                        help=policy_help() + ". Give it once.")
     p.add_argument("--max-nodes", type=int, metavar="N", action=Once,
-                   help="nodes one decision may search: the cap of lookahead:D (default 2,000,000, fewer on "
-                        "expensive domains), the budget of bounded (default: 200,000, fewer on costly domains; exhausting it is not an error)")
+                   help="nodes one lookahead:D search may expand (default 2,000,000, fewer on expensive domains)")
+    p.add_argument("--max-work", type=int, metavar="N", action=Once,
+                   help="work units one bounded decision may spend (default 500,000,000, about 1 s of CPU; "
+                        "exhausting it is not an error: the answer carries its interval)")
 
 
 def parse_pairs(items, flag) -> dict:
@@ -250,7 +252,15 @@ def policy_from_args(spec: str, args):
     if cap is not None:
         if cap < 1:
             raise PlannerError(f"--max-nodes {cap}: must be a positive integer")
-        policy = policy.with_node_cap(cap)
+        capped = policy.with_node_cap(cap)
+        if capped == policy and policy.with_work(1) != policy:
+            raise PlannerError(f"--max-nodes {cap}: {spec} budgets work units, not nodes: give --max-work N")
+        policy = capped
+    work = getattr(args, "max_work", None)
+    if work is not None:
+        if not 1 <= work <= 10**15:
+            raise PlannerError(f"--max-work {work}: must be an integer from 1 to 10^15")
+        policy = policy.with_work(work)
     return policy
 
 

@@ -65,6 +65,9 @@ class Policy:
         The attrs field that holds the node cap of one decision (the policy
         searches); None for a policy that does not search, which
         :meth:`with_node_cap` then returns unchanged.
+    work_field : str or None
+        The attrs field that holds the budget of one decision in work units
+        (``bounded``); :meth:`with_work` sets it.
     value_label : str
         The heading of the candidate table's value column.
     wraps : bool
@@ -78,6 +81,7 @@ class Policy:
     summary: str = ""
     study: dict = {}
     node_cap_field: str | None = None
+    work_field: str | None = None
     value_label: str = "EVSI"
     wraps: bool = False
 
@@ -120,6 +124,17 @@ class Policy:
         if self.node_cap_field is None:
             return self
         return attrs.evolve(self, **{self.node_cap_field: int(n)})
+
+    def with_work(self, n: int) -> "Policy":
+        """This policy with a budget of `n` work units per decision (itself when it budgets no work).
+
+        >>> from planner.policies import parse_policy
+        >>> parse_policy("bounded").with_work(1000).spec, parse_policy("one-step").with_work(9).spec
+        ('bounded:1000', 'one-step')
+        """
+        if self.work_field is None:
+            return self
+        return attrs.evolve(self, **{self.work_field: int(n)})
 
     def params(self) -> dict:
         """The policy's parameters, for receipts."""

@@ -1,52 +1,70 @@
-"""The bounded planner: anytime search with a certified gap, the default policy.
+"""The bounded planner: anytime search with a certified gap, within a budget of work units; the default policy.
 
 At a node it narrows the interval ``[L, U]`` around the optimal expected total
 loss V* (no depth limit), and acts on the first observation of the best plan
-found, or stops. It plans in two phases, within one node budget:
+found, or stops. One decision spends at most its budget of *work units*
+(:data:`DEFAULT_WORK`, about a second of CPU; see "Work units" below), in up to
+three searches that share it, in this order:
 
-1. the memoised depth-first search of :func:`lookahead.search.expectimax` at
-   full depth (exact, with safe pruning), capped at the node budget: where it
-   finishes, V* is known exactly (gap 0) and the choice is the optimum's; it is
-   the faster of the two wherever the whole space fits the budget (measured in
-   ``bench/results/bounded.md``);
-2. past that cap, the anytime best-first search of
-   :class:`lookahead.bounded.BoundedSearch`, which keeps an interval, with the
-   full budget again;
+1. the memoised depth-first search of :func:`lookahead.search.expectimax` to
+   the deepest depth a plan can reach (the observations left, or fewer where a
+   hard limit binds: :func:`lookahead.search.depth_bound`), given at most
+   :data:`EXHAUSTIVE_SHARE` of the budget. Where it finishes, V* is known
+   exactly (gap 0) and the choice is the optimum's: wherever the whole space
+   fits that share, the policy is exactly ``lookahead:<full depth>``;
+2. otherwise, the anytime best-first search of
+   :class:`lookahead.bounded.BoundedSearch` (an AND/OR graph with an interval
+   at every node, equivalent beliefs merged), with the budget the first phase
+   left, less :data:`DEEPENING_SHARE` of it;
 3. where that stops short too, depth-limited searches at depths 1, 2, ...
-   while each fits the cap: V_d of the deepest is the value of a real plan (it
-   stops after d steps), an upper bound on V*; it tightens the interval, and
-   where it beats every plan the best-first search completed, its first step is
-   the choice.
+   while each fits what is left (at least :data:`DEEPENING_SHARE`): V_d of the deepest is the value of a real
+   plan (it stops after d steps), an upper bound on V*; it tightens the
+   interval, and where it beats every plan the best-first search completed,
+   its first step is the choice.
 
-The receipt says which search bounded V* (``policy_info.search``:
-``exhaustive`` or ``best-first``), the deepest depth-limited search
-(``depth_limited``) and whose plan was chosen (``plan_source``). In phase 2 planning stops
-when the root's gap is within the tolerance (*certified*: then the choice is
-the optimum's), when the node budget is spent (*budget*: the choice is the best
-plan found, and the interval says how far from optimal it can be), or when the
-gap is no larger than the declared price of planning (*price*, loss units per
-1,000 nodes).
+Every phase's work counts against the one budget (a decision spends at most
+its budget, plus the rest of the best-first expansion that reached it: at
+most ``O x Y`` more best-first nodes), and the receipt shows each
+(``policy_info.phases``: the search, its nodes, its work units, whether it
+finished) beside the total (``work``). The first phase's nodes are not reused
+by the second (they are different tables): its share is what an exhaustive
+attempt costs when it does not fit.
 
-The candidate table keeps the one-step rule's columns (EVSI, penalty, net:
-the seed's 3.911, 0.253, 3.658) and adds, per candidate, its plan interval
-``[Q_L, Q_U]`` (``plan_lo``, ``plan_up``: the best plan that starts with it
-costs at most ``Q_U``, and no plan that starts with it costs less than
-``Q_L``). ``Decision.info`` carries the root interval, the gap, whether it is
-certified, why planning stopped, the nodes added, the plan and its depth.
+Owned state (the ``Policy`` contract, point 1)
+----------------------------------------------
+Nothing is kept between decisions: every decision builds its searches afresh
+from the node and the policy's parameters, and the budget is counted in work
+units, not in seconds. A decision is therefore a function of the node and the
+spec alone: the same node gives the same Decision whatever was planned before,
+in whatever order, in any process, cold or warm. (An earlier version kept the
+best-first graph on the compiled domain, shared by every decision; what one
+decision left there changed what a later, budget-bound one chose.) Re-planning
+after each outcome repeats work; that is the price of answers that do not
+depend on history.
 
-The best-first graph is kept on the compiled domain (one per set of admitted
-observations), so the re-planning steps of a session and every node of an
-exact evaluation share it: a subtree searched once keeps its interval. (The
-depth-first phase keeps nothing between decisions.)
+Work units
+----------
+One work unit is one state-operation of the depth-first kernel: a node of
+that search costs ``S x (A + Y x O)`` units (its outcome probabilities, beliefs
+and risks), a node of the best-first search ``BEST_FIRST_UNIT x O x (S + Y + 8)``
+(its belief, key, bounds and backups, measured about 8 times as costly per
+term). On a loaded 2-core machine a unit took 1.0-2.3 ns in the depth-first
+search and 1.2-2.2 ns (after the factor) in the best-first one
+(``bench/results/engine.md``), so the default :data:`DEFAULT_WORK` of 5e8 is
+about one second of CPU. The count is deterministic; the clock is not used.
 
-Determinism: a certified decision is a function of the node alone. Candidates
-whose plan values differ by less than the tolerance are treated as tied (the
-lower penalty, then the observation declared first), so commuted plans that
-tie exactly choose the same way whatever was searched before. A decision cut
-short by the node budget or the price can depend on what earlier decisions of
-the same session (or evaluation) left in the graph; the receipt records why
-planning stopped and how many nodes it added, and a replay repeats the same
-sequence of decisions, so it reproduces them.
+Intervals
+---------
+Each admitted, eligible candidate gets a plan interval ``[Q_L, Q_U]`` that
+bounds the best plan *that starts with it*: ``plan_lo`` is the largest of the
+lower bounds the searches proved for it and ``penalty + R - EVPI`` (any plan
+ends in an action reachable from here, so in state s it loses at least the
+best reachable action's loss there); ``plan_up`` is the smallest of the
+values of plans that start with it which the searches found, and
+``penalty + R - EVSI`` (acquire it, then stop: the one-step plan). Both are
+bounds by construction, whatever the searches reached: where the best-first
+search never generated a candidate, its interval is the two trivial bounds,
+never the root's interval shifted by a penalty.
 """
 
 from __future__ import annotations
@@ -54,32 +72,40 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from lookahead.bounded import (
-    CERTIFIED,
-    default_node_budget,
-    DEFAULT_PRICE,
-    DEFAULT_TOL_ABS,
-    DEFAULT_TOL_REL,
-    BoundedSearch,
-)
-from lookahead.core import TIE
-from lookahead.search import SearchCapExceeded, default_node_cap, plan_from
+from lookahead.bounded import CERTIFIED, DEFAULT_PRICE, DEFAULT_TOL_ABS, DEFAULT_TOL_REL, BoundedSearch
+from lookahead.core import TIE, reachable_actions
+from lookahead.search import SearchCapExceeded, depth_bound, plan_from
 from planner.errors import PolicyError
 from planner.node import Decision
 from planner.policies.base import Policy, pick_best, positive_int
 from planner.policies.onestep import one_step_table
 from planner.policies.plans import named_plan, plan_text
 
-__all__ = ["Bounded", "search_for"]
+__all__ = ["Bounded", "DEFAULT_WORK", "EXHAUSTIVE_SHARE", "DEEPENING_SHARE", "BEST_FIRST_UNIT", "node_work", "BUDGET", "plan_floor"]
+
+#: The work units of one decision when none is given: about one second of CPU (see the module docstring).
+DEFAULT_WORK = 500_000_000
+#: The share of the budget the exhaustive depth-first attempt may spend before the best-first search starts.
+EXHAUSTIVE_SHARE = 0.5
+#: The share of the budget kept for the depth-limited searches after the best-first one (which gets the rest).
+DEEPENING_SHARE = 0.125
+#: A best-first node's cost per term of ``O x (S + Y + 8)``, in work units (measured, see the module docstring).
+BEST_FIRST_UNIT = 8
+#: Why planning stopped when the budget ran out.
+BUDGET = "budget"
 
 
-def search_for(node) -> BoundedSearch:
-    """The search graph of `node`'s compiled domain and admission (built once, kept on the compiled domain)."""
-    c = node.compiled
-    admitted = node.admission.admitted
-    key = ("bounded-search", admitted.tobytes())
-    return c.memo(key, lambda c: BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty,
-                                               admitted, c.facts))
+def node_work(compiled) -> tuple:
+    """Work units of one node of ``(the depth-first search, the best-first search)`` on `compiled`.
+
+    >>> import planner
+    >>> c = planner.compile_domain(planner.load_domain("payment_release"))
+    >>> node_work(c)
+    (16, 112)
+    """
+    S, O = int(compiled.n_states), len(compiled.obs_names)
+    Y, A = int(compiled.lik.shape[1]), int(compiled.loss.shape[0])
+    return max(1, S * (A + Y * O)), max(1, BEST_FIRST_UNIT * O * (S + Y + 8))
 
 
 @attrs.frozen
@@ -88,17 +114,25 @@ class _Planned:
 
     lo: float
     up: float
-    options: dict
+    options: dict  # observation -> (Q_L, Q_U) proved by a search, for the candidates it looked at
     stopped: str
-    nodes: int
-    graph_nodes: int
-    merges: int
+    phases: tuple  # ({"search", "nodes", "work", "finished"}, ...)
     choice: int | None
     make_plan: object = attrs.field(eq=False, repr=False)  # () -> the raw plan (built only when shown)
     depth: int | None  # the best plan's depth, where the search knows it without building the plan
     method: str  # the search that bounds V*: "exhaustive" or "best-first"
+    graph_nodes: int = 0
+    merges: int = 0
     deepest: int | None = None  # the deepest depth-limited search run after the best-first one
     plan_source: str | None = None  # whose plan is chosen, when not the method's
+
+    @property
+    def work(self) -> int:
+        return sum(p["work"] for p in self.phases)
+
+    @property
+    def nodes(self) -> int:
+        return sum(p["nodes"] for p in self.phases)
 
 
 def _plan_depth(raw) -> int:
@@ -115,22 +149,26 @@ def _nonnegative(name):
     return check
 
 
+def _phase(search: str, nodes: int, unit: int, finished: bool) -> dict:
+    return {"search": search, "nodes": int(nodes), "work": int(nodes) * int(unit), "finished": bool(finished)}
+
+
 @attrs.frozen
 class Bounded(Policy):
     """Anytime bounded search to a certified optimum (spec ``bounded``, ``bounded:N``, ``bounded:N:PRICE``).
 
     Parameters
     ----------
-    node_budget : int, optional
-        Nodes one decision may generate (:attr:`lookahead.bounded.BoundedResult.nodes`).
-        None (the default): :func:`lookahead.bounded.default_node_budget` for the
-        domain, 200,000 nodes or fewer where nodes are costly (many states and
-        observations), about a second of search. Exhausting it is not an error:
-        the decision is the best plan found and the interval says how good that is.
+    work : int, optional
+        Work units one decision may spend, over all its searches (see the
+        module docstring). None (the default): :data:`DEFAULT_WORK`, about one
+        second of CPU. Exhausting it is not an error: the decision is the best
+        plan found and the interval says how good that is.
     tol_abs, tol_rel : float
         Certified when ``U - L <= max(tol_abs, tol_rel * |U|)`` (defaults 1e-9).
     price : float
-        Loss units per 1,000 nodes: stop planning when the gap is no larger (default 0: plan to the tolerance).
+        Loss units per 1,000 best-first nodes: stop planning when the gap is no larger (default 0: plan to
+        the tolerance).
     exhaustive_first : bool
         Try the depth-first exhaustive phase first (default True; False goes
         straight to the best-first search, for tests and benchmarks).
@@ -150,8 +188,7 @@ class Bounded(Policy):
     ('certified', 1.1925, 1.1925)
     """
 
-    node_budget: int | None = attrs.field(default=None,
-                                          validator=attrs.validators.optional(attrs.validators.ge(1)))
+    work: int | None = attrs.field(default=None, validator=attrs.validators.optional(attrs.validators.ge(1)))
     tol_abs: float = attrs.field(default=DEFAULT_TOL_ABS, kw_only=True, validator=_nonnegative("tol_abs"))
     tol_rel: float = attrs.field(default=DEFAULT_TOL_REL, kw_only=True, validator=_nonnegative("tol_rel"))
     price: float = attrs.field(default=DEFAULT_PRICE, kw_only=True, validator=_nonnegative("price"))
@@ -160,9 +197,11 @@ class Bounded(Policy):
     name = "bounded"
     arg = "N"
     forms = ("bounded", "bounded:N", "bounded:N:PRICE")
-    summary = ("anytime bounded search to a certified optimum (N nodes per decision, default auto: 200000, fewer "
-               "on costly domains; PRICE loss units per 1,000 nodes, default 0)")
-    study = ()  # the depth study compares it at several budgets and prices (bench/), not as one spec
+    summary = ("anytime bounded search to a certified optimum (N work units per decision, default auto: "
+               "500000000, about 1 s of CPU; PRICE loss units per 1,000 nodes, default 0)")
+    study = {"bounded:5000000": ("depth",), "bounded:50000000": ("depth",), "bounded:auto:1": ("depth",),
+             "bounded:auto:0.1": ("depth",), "bounded": ("depth", "model", "frontier", "conservative")}
+    work_field = "work"
     adaptive = True
     depth_group = True
 
@@ -173,45 +212,26 @@ class Bounded(Policy):
         budget, _, price = arg.partition(":")
         n = None if budget == "auto" else positive_int(budget, spec)
         if not price:
-            return cls(node_budget=n)
+            return cls(work=n)
         try:
             p = float(price)
         except ValueError:
             p = float("nan")
         if not (p >= 0 and np.isfinite(p)):
             raise PolicyError(f"policy '{spec}': expected a price >= 0 (loss units per 1,000 nodes) after the budget")
-        return cls(node_budget=n, price=p)
+        return cls(work=n, price=p)
 
     @property
     def spec(self) -> str:
-        budget = "auto" if self.node_budget is None else str(self.node_budget)
+        budget = "auto" if self.work is None else str(self.work)
         if self.price:
             return f"bounded:{budget}:{self.price:g}"
-        return "bounded" if self.node_budget is None else f"bounded:{budget}"
+        return "bounded" if self.work is None else f"bounded:{budget}"
 
-    def budget_for(self, compiled) -> int:
-        """The node budget of one decision on `compiled`: the given one, else the domain's default."""
-        if self.node_budget is not None:
-            return self.node_budget
-        return default_node_budget(compiled.n_states, len(compiled.obs_names), compiled.lik.shape[1])
-
-    def _cap(self, node, budget) -> int:
-        """The node cap of one depth-first search: an explicit budget as given; by default, also its work cap.
-
-        (:func:`lookahead.search.default_node_cap`: its nodes cost ``S x (A + Y x O)``, so on a
-        domain with many outcomes the default gives up early.)
-        """
-        if self.node_budget is not None:
-            return max(1, budget)
-        c = node.compiled
-        return max(1, min(budget, default_node_cap(c.n_states, len(c.obs_names), c.lik.shape[1], c.loss.shape[0])))
-
-    def _depth_first(self, node, depth, cap):
-        """One memoised depth-first search to `depth` (``lookahead:depth``'s kernel), or None past `cap`."""
-        try:
-            return node.search(depth, max_nodes=cap)
-        except SearchCapExceeded:
-            return None
+    @property
+    def budget(self) -> int:
+        """The work units of one decision: the given ones, else :data:`DEFAULT_WORK`."""
+        return DEFAULT_WORK if self.work is None else int(self.work)
 
     def _first_step(self, node, ex):
         """The first observation of the search's best plan (None: stop), ties within the tolerance as tied."""
@@ -225,70 +245,91 @@ class Bounded(Policy):
                              c.penalty)
         return make_plan
 
-    def _exhaustive(self, node, budget):
-        """Phase 1: the memoised depth-first search at full depth within the budget, or None past it."""
-        c = node.compiled
-        ex = self._depth_first(node, len(c.obs_names), self._cap(node, budget))
-        if ex is None:
-            return None
-        choice = self._first_step(node, ex)
-        elig = np.flatnonzero(node.eligible)
-        return _Planned(lo=ex.value, up=ex.value, options={int(o): (float(ex.q[o]),) * 2 for o in elig},
-                        stopped=CERTIFIED, nodes=ex.nodes, graph_nodes=ex.entries, merges=0, choice=choice,
-                        make_plan=self._plan_maker(node, ex, choice), depth=None, method="exhaustive")
+    def _exhaustive(self, node, allowance, unit):
+        """Phase 1: the depth-first search to the depth bound, within `allowance` work units: (result or None, phase)."""
+        cap = allowance // unit
+        if cap < 1:
+            return None, _phase("exhaustive", 0, unit, False)
+        try:
+            ex = node.search(len(node.compiled.obs_names), max_nodes=cap)
+        except SearchCapExceeded:  # it stopped before expanding node cap + 1
+            return None, _phase("exhaustive", cap, unit, False)
+        return ex, _phase("exhaustive", ex.nodes, unit, True)
 
-    def _deepening(self, node, budget):
-        """Depth-limited searches at depths 1, 2, ... while each fits the cap: the deepest, and all their nodes.
-
-        V_d (stop after d steps) is the expected loss of an actual plan, so it is an upper
-        bound on V* that the best-first phase may not reach on a large domain.
-        """
-        cap = self._cap(node, budget)
+    def _deepening(self, node, allowance, unit):
+        """Depth-limited searches at depths 1, 2, ... while each fits what is left: the deepest, and the phase."""
         best, nodes = None, 0
-        for d in range(1, int(node.eligible.sum()) + 1):
-            ex = self._depth_first(node, d, cap)
-            if ex is None:
+        full = depth_bound(node.outcome_of, node.spent, node.admission.admitted, node.compiled.cost,
+                           node.compiled.limits)
+        for d in range(1, full + 1):
+            cap = (allowance - nodes * unit) // unit
+            if cap < 1:
+                break
+            try:
+                ex = node.search(d, max_nodes=cap)
+            except SearchCapExceeded:
+                nodes += cap
                 break
             best, nodes = (d, ex), nodes + ex.nodes
-        return best, nodes
+        return best, _phase("depth-limited", nodes, unit, best is not None and best[0] == full)
 
     def _plan(self, node) -> "_Planned":
-        budget = self.budget_for(node.compiled)
-        done = self._exhaustive(node, budget) if self.exhaustive_first else None
-        if done is not None:
-            return done
-        search = search_for(node)
-        res = search.plan(node.outcome_of, budget=budget, tol_abs=self.tol_abs, tol_rel=self.tol_rel,
-                          price=self.price)
+        c = node.compiled
+        budget = self.budget
+        dfs_unit, bf_unit = node_work(c)
+        phases = []
+        if self.exhaustive_first:
+            ex, ph = self._exhaustive(node, int(budget * EXHAUSTIVE_SHARE), dfs_unit)
+            phases.append(ph)
+            if ex is not None:
+                choice = self._first_step(node, ex)
+                opts = {int(o): (float(ex.q[o]),) * 2 for o in np.flatnonzero(node.eligible)}
+                return _Planned(lo=ex.value, up=ex.value, options=opts, stopped=CERTIFIED, phases=tuple(phases),
+                                choice=choice, make_plan=self._plan_maker(node, ex, choice), depth=None,
+                                method="exhaustive")
+        left = budget - sum(p["work"] for p in phases)
+        if self.exhaustive_first:
+            left -= int(budget * DEEPENING_SHARE)
+        search = BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty,
+                               node.admission.admitted, c.facts)
+        res = search.plan(node.outcome_of, budget=max(0, left // bf_unit), tol_abs=self.tol_abs,
+                          tol_rel=self.tol_rel, price=self.price)
+        phases.append(_phase("best-first", res.nodes, bf_unit, res.stopped == CERTIFIED))
         best = search.best_option(res.root, tie_tol=max(TIE, self.tol_abs))
         choice = None if best < 0 else int(search.graph.c_obs[best])
         if choice is not None and not node.eligible[choice]:  # only a rounding of the spend could do this
             choice = None
+        stopped = res.stopped if res.stopped in (CERTIFIED, "price", "memory") else BUDGET
         options = {o: (lo, up) for o, lo, up in res.options}
-        planned = _Planned(lo=res.lo, up=res.up, options=options, stopped=res.stopped, nodes=res.nodes,
-                           graph_nodes=res.graph_nodes, merges=res.merges, choice=choice,
-                           make_plan=lambda: search.best_plan(res.root, max_nodes=2_000),
-                           depth=search.depth(res.root), method="best-first")
+        planned = _Planned(lo=res.lo, up=res.up, options=options, stopped=stopped, phases=tuple(phases),
+                           choice=choice, make_plan=lambda: search.best_plan(res.root, max_nodes=2_000),
+                           depth=search.depth(res.root), method="best-first", graph_nodes=res.graph_nodes,
+                           merges=res.merges)
         if res.stopped == CERTIFIED or not self.exhaustive_first:
             return planned
         # phase 3: where the best-first search stopped short, a depth-limited plan may be better than any it
         # completed; its value tightens the upper bound, and its first step is then the choice
-        deep, deep_nodes = self._deepening(node, budget)
+        left = budget - sum(p["work"] for p in phases)
+        deep, ph = self._deepening(node, left, dfs_unit)
+        phases.append(ph)
+        planned = attrs.evolve(planned, phases=tuple(phases))
         if deep is None:
             return planned
         d, ex = deep
         tie = max(TIE, self.tol_abs)
         up = min(res.up, ex.value)
-        opts = {o: (lo, min(hi, float(ex.q[o]))) for o, (lo, hi) in options.items()}
+        opts = dict(options)
+        for o in np.flatnonzero(node.eligible):
+            lo_o, up_o = opts.get(int(o), (-np.inf, np.inf))
+            opts[int(o)] = (lo_o, min(up_o, float(ex.q[o])))
         tol = max(self.tol_abs, self.tol_rel * abs(up))
-        stopped = CERTIFIED if up - res.lo <= tol else res.stopped
+        stopped = CERTIFIED if up - res.lo <= tol else planned.stopped
         if ex.value < res.up - tie:
             dchoice = self._first_step(node, ex)
-            return attrs.evolve(planned, up=up, options=opts, stopped=stopped, nodes=res.nodes + deep_nodes,
-                                choice=dchoice, make_plan=self._plan_maker(node, ex, dchoice), depth=None,
-                                method="best-first", deepest=d, plan_source="depth-limited")
-        return attrs.evolve(planned, up=up, options=opts, stopped=stopped, nodes=res.nodes + deep_nodes,
-                            method="best-first", deepest=d)
+            return attrs.evolve(planned, up=up, options=opts, stopped=stopped, choice=dchoice,
+                                make_plan=self._plan_maker(node, ex, dchoice), depth=None, deepest=d,
+                                plan_source="depth-limited")
+        return attrs.evolve(planned, up=up, options=opts, stopped=stopped, deepest=d)
 
     def choose(self, node):
         return self._plan(node).choice, False
@@ -297,11 +338,17 @@ class Bounded(Policy):
         c = node.compiled
         pl = self._plan(node)
         net, rows = one_step_table(node)
+        floor = plan_floor(node)
         for o, row in enumerate(rows):
             if row.status != "admitted":
                 continue
-            lo, up = pl.options.get(o, (float(c.penalty[o]) + pl.lo, float(c.penalty[o]) + pl.up))
-            rows[o] = attrs.evolve(row, extra={"plan_lo": lo, "plan_up": up if np.isfinite(up) else None})
+            lo, up = None, None
+            if node.eligible[o]:
+                pen = float(c.penalty[o])
+                lo_s, up_s = pl.options.get(o, (-np.inf, np.inf))
+                lo = max(float(lo_s), pen + floor)
+                up = min(float(up_s), pen + node.risk - row.value)
+            rows[o] = attrs.evolve(row, extra={"plan_lo": lo, "plan_up": up})
         if pl.choice is None:
             plan = {"stop": c.action_names[node.action], "expected_loss": node.risk}
             depth = 0
@@ -317,6 +364,9 @@ class Bounded(Policy):
             "search": pl.method,
             "depth_limited": pl.deepest,
             "plan_source": pl.plan_source or pl.method,
+            "work": pl.work,
+            "budget": self.budget,
+            "phases": [dict(p) for p in pl.phases],
             "nodes_expanded": pl.nodes,
             "graph_nodes": pl.graph_nodes,
             "merges": pl.merges,
@@ -324,5 +374,24 @@ class Bounded(Policy):
             "plan": plan,
             "plan_text": plan_text(plan, node.risk, label="plan", horizon="plan"),
         }
-        choice = pl.choice
-        return Decision(observe=choice, candidates=tuple(rows), info=info)
+        return Decision(observe=pl.choice, candidates=tuple(rows), info=info)
+
+
+def plan_floor(node) -> float:
+    """``R - EVPI`` at `node`: the expected loss of the best action reachable from it, in each state.
+
+    Any plan from the node ends with an action it can still make permitted
+    (reachable actions only shrink as observations are taken), so in state s
+    it loses at least the smallest such loss: the expectation is a lower bound
+    on the decision loss of any continuation, after any acquisitions.
+
+    >>> import planner
+    >>> n = planner.Session(planner.load_domain("payment_release")).node
+    >>> plan_floor(n) <= n.risk
+    True
+    """
+    c = node.compiled
+    reach = np.asarray(reachable_actions(node.outcome_of, node.admission.admitted, c.facts, c.n_values), dtype=bool)
+    if not reach.any():
+        return float(node.risk)
+    return float(node.belief @ np.min(np.where(reach[:, None], c.loss, np.inf), axis=0))

@@ -304,6 +304,9 @@ class Conservative(Policy):
         """The same rule over its base capped at `n` nodes per decision."""
         return attrs.evolve(self, base=self.base.with_node_cap(n))
 
+    def with_work(self, n: int) -> "Policy":
+        return attrs.evolve(self, base=self.base.with_work(n))
+
     @classmethod
     def from_arg(cls, arg, spec, *, parse=None):
         if parse is None:

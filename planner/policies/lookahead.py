@@ -93,7 +93,9 @@ class Lookahead(Policy):
     forms = ("lookahead:D", "lookahead:auto")
     summary = ("exact memoised expectimax to depth D, re-planned after every outcome; auto: 1 + the "
                "prerequisite depth of valuable observations")
-    study = ("lookahead:2", "lookahead:3", "lookahead:auto")
+    study = {"lookahead:2": ("cheap", "depth", "model", "frontier"), "lookahead:3": ("depth", "model", "frontier"),
+             "lookahead:auto": ("depth",)}
+    node_cap_field = "max_nodes"
     adaptive = True
     depth_group = True
     value_label = "value"

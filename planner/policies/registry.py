@@ -39,16 +39,6 @@ POLICIES = (
     PostFilteredTopK,
 )
 
-# TODO(issue 20): the planning engine's rewrite owns the files of these two classes; their class bodies
-# take these declarations when it lands, and this block goes (tests/planner/policies/test_registry.py
-# says so once they are there).
-Lookahead.node_cap_field = "max_nodes"
-Lookahead.study = {"lookahead:2": ("cheap", "depth", "model", "frontier"), "lookahead:3": ("depth", "model", "frontier"),
-                   "lookahead:auto": ("depth",)}
-Bounded.node_cap_field = "node_budget"
-Bounded.study = {"bounded:1000": ("depth",), "bounded:10000": ("depth",), "bounded:auto:1": ("depth",),
-                 "bounded:auto:0.1": ("depth",), "bounded": ("depth", "model", "frontier", "conservative")}
-
 #: The spec a session uses when none is given.
 DEFAULT_POLICY = "bounded"
 

@@ -1,8 +1,9 @@
-"""The default policy: its two phases agree, the budget is never an error, and it is the optimum."""
+"""The default policy: its phases agree, the budget is never an error, every interval it prints is a bound."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
@@ -31,7 +32,7 @@ def random_node(domain, seed, steps):
 def test_both_phases_certify_the_same_optimum_and_choice_value(raw, seed, steps):
     node = random_node(planner.Domain.from_dict(raw), seed, steps=steps)
     ex = Bounded()._plan(node)
-    bf = Bounded(node_budget=10**7, exhaustive_first=False)._plan(node)
+    bf = Bounded(work=10**11, exhaustive_first=False)._plan(node)
     assert ex.method == "exhaustive" and bf.method == "best-first"
     assert ex.stopped == bf.stopped == "certified"
     assert_allclose(ex.lo, bf.lo, rtol=0, atol=1e-9)
@@ -48,7 +49,7 @@ def test_both_phases_certify_the_same_optimum_and_choice_value(raw, seed, steps)
 
 def test_a_tiny_budget_falls_through_to_the_interval():
     d = planner.Domain.from_dict(benchmark_domain(20, 8, seed=1, chain=3))
-    s = planner.Session(d, Bounded(node_budget=500))
+    s = planner.Session(d, Bounded(work=2_000_000))
     step = s.next()
     info = step.info
     assert info["search"] == "best-first" and info["planning_stopped"] == "budget"
@@ -67,10 +68,11 @@ def test_a_depth_limited_plan_tightens_an_interval_cut_short_by_the_budget():
     v_star = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
                         len(c.obs_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
                         c.n_values, max_nodes=5_000_000).value
-    pl = Bounded(node_budget=20_000)._plan(node)
-    # the best-first graph is kept on the compiled domain: a fresh one for the comparison
-    bf = Bounded(node_budget=20_000, exhaustive_first=False)._plan(planner.Session(
-        planner.Domain.from_dict(benchmark_domain(14, 8, seed=3, chain=3))).node)
+    pl = Bounded(work=100_000_000)._plan(node)
+    # the best-first search alone, with the budget the exhaustive attempt left
+    from planner.policies.bounded import DEEPENING_SHARE
+    bf = Bounded(work=100_000_000 - pl.phases[0]["work"] - int(100_000_000 * DEEPENING_SHARE),
+                 exhaustive_first=False)._plan(node)
     assert pl.method == "best-first" and pl.deepest is not None and pl.deepest >= 2
     assert pl.lo - 1e-9 <= v_star <= pl.up + 1e-9
     assert pl.up <= bf.up + 1e-12 and pl.lo == bf.lo
@@ -82,3 +84,112 @@ def test_a_depth_limited_plan_tightens_an_interval_cut_short_by_the_budget():
         assert v_d < bf.up
     for o, (lo, up) in pl.options.items():
         assert lo <= up + 1e-9
+
+
+def exact_q(node):
+    """The exact Q*(o) = penalty + sum_y P(y) V*(child) of every eligible root candidate, by the pure-Python reference."""
+    from lookahead import reference
+
+    c = node.compiled
+    res = reference.expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
+                               len(c.obs_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty)
+    return res.value, {int(o): float(c.penalty[o] + res.expected[o]) for o in np.flatnonzero(node.eligible)}
+
+
+def assert_rows_bound(step_or_decision, node, q):
+    rows = step_or_decision.candidates
+    for o, row in enumerate(rows):
+        if o not in q:
+            assert row.extra.get("plan_lo") is None and row.extra.get("plan_up") is None
+            continue
+        lo, up = row.extra["plan_lo"], row.extra["plan_up"]
+        assert lo - 1e-9 <= q[o] <= up + 1e-9, (row.observation, lo, q[o], up)
+
+
+@settings(max_examples=60, deadline=None)
+@given(raw=domain_dicts(rich_preconditions=True), seed=st.integers(0, 2**16), steps=st.integers(0, 2),
+       work=st.sampled_from([1, 300, 3_000, 30_000, None]))
+def test_every_printed_interval_bounds_the_best_plan_that_starts_with_it(raw, seed, steps, work):
+    """The root interval holds V*, and each candidate's [plan_lo, plan_up] holds its exact Q*, at any budget."""
+    node = random_node(planner.Domain.from_dict(raw), seed, steps=steps)
+    v, q = exact_q(node)
+    d = Bounded(work=work).decide(node)
+    lo, up = d.info["interval"]
+    assert lo - 1e-9 <= v <= up + 1e-9
+    assert_rows_bound(d, node, q)
+    from planner.policies.bounded import node_work
+    c = node.compiled
+    one_expansion = node_work(c)[1] * len(c.obs_names) * c.lik.shape[1]
+    assert d.info["work"] <= d.info["budget"] + one_expansion
+    if d.info["certified"]:
+        assert_allclose(up, v, rtol=0, atol=1e-8)
+
+
+def _gate_and_noop_domain():
+    """An expensive gate in front of cheap sensors, and a no-op tool that spends the whole latency limit."""
+    sensors = {f"sensor_{i}": {"role": "inform", "bears_on": "fraud",
+                               "likelihood": {"yes": {"flag": 0.7, "clear": 0.3}, "no": {"flag": 0.3, "clear": 0.7}},
+                               "cost": {"calls": 1, "latency_ms": 10}} for i in range(6)}
+    return planner.Domain.from_dict({
+        "domain": "gate_and_noop", "purpose": "test",
+        "world": {"fraud": {"values": ["yes", "no"]}, "approved": {"values": ["yes", "no"]}},
+        "prior": {"fraud": {"yes": 0.3, "no": 0.7}, "approved": {"yes": 0.6, "no": 0.4}},
+        "actions": {"release": {"loss": {"fraud": {"yes": 20.0, "no": 0.0}}, "requires": {"approved": "yes"}},
+                    "hold": {"loss": {"fraud": {"yes": 0.0, "no": 4.0}}}},
+        "budget": {"limits": {"calls": 5, "latency_ms": 100}, "weights": {"calls": 0.05, "latency_ms": 0.001}},
+        "observations": {
+            "approval_registry": {"role": "establish", "bears_on": "approved",
+                                  "likelihood": {"yes": {"yes": 1.0, "no": 0.0}, "no": {"yes": 0.0, "no": 1.0}},
+                                  "cost": {"calls": 1, "latency_ms": 50}},
+            "status_ping": {"role": "inform", "bears_on": "fraud",
+                            "likelihood": {"yes": {"ok": 1.0}, "no": {"ok": 1.0}},
+                            "cost": {"calls": 1, "latency_ms": 100}},
+            **sensors}})
+
+
+@pytest.mark.parametrize("work", [1, 5_000, 50_000, None])
+def test_the_gate_and_the_no_op_get_bounds_not_the_root_interval_shifted(work):
+    d = _gate_and_noop_domain()
+    node = planner.Session(d).node
+    v, q = exact_q(node)
+    dec = Bounded(work=work).decide(node)
+    assert_rows_bound(dec, node, q)
+
+
+@settings(max_examples=30, deadline=None)
+@given(raw=domain_dicts(rich_preconditions=True), seed=st.integers(0, 2**16), steps=st.integers(0, 2))
+def test_where_the_full_search_fits_the_default_policy_is_lookahead_at_full_depth(raw, seed, steps):
+    """The invariant: wherever lookahead:<full depth> fits the exhaustive share, bounded certifies its value and choice."""
+    from planner.policies.bounded import EXHAUSTIVE_SHARE, DEFAULT_WORK, node_work
+    from planner.policies.lookahead import Lookahead
+
+    node = random_node(planner.Domain.from_dict(raw), seed, steps=steps)
+    full = Lookahead(depth=len(node.compiled.obs_names)).decide(node)
+    assert full.info["nodes_expanded"] * node_work(node.compiled)[0] <= DEFAULT_WORK * EXHAUSTIVE_SHARE
+    d = Bounded().decide(node)
+    assert d.info["certified"] and d.info["search"] == "exhaustive"
+    assert d.observe == full.observe
+    assert d.info["interval"][0] == d.info["interval"][1]
+    assert_allclose(d.info["interval"][0], full.info["plan"].get("expected_loss", np.nan)
+                    if full.observe is None else min(r.extra["q"] for r in full.candidates if "q" in r.extra),
+                    rtol=0, atol=1e-12)
+
+
+def test_a_decision_does_not_depend_on_what_was_planned_before():
+    """Owned state: cold, after other budgets, after other nodes, in reverse order: the same decisions."""
+    raw = benchmark_domain(16, 8, seed=2)
+    root = planner.Session(planner.Domain.from_dict(raw)).node
+    moves = [(int(o), y) for o in np.flatnonzero(root.eligible)[:4] for y, p in enumerate(root.outcome_probs(int(o)))
+             if p > 0]
+    cold = []
+    for o, y in moves:  # each child on a freshly compiled domain, with a fresh policy
+        fresh = planner.Session(planner.Domain.from_dict(raw)).node
+        cold.append(Bounded(work=3_000_000).decide(fresh.child(o, y)))
+    pol = Bounded(work=3_000_000)
+    Bounded(work=1_000_000).decide(root)  # another budget, and the root first, on the same compiled domain
+    pol.decide(root)
+    warm = [pol.decide(root.child(o, y)) for o, y in reversed(moves)][::-1]
+    assert any(not d.info["certified"] for d in warm)  # budget-bound decisions are among them
+    for a, b in zip(cold, warm):
+        assert a.observe == b.observe and a.info["interval"] == b.info["interval"]
+        assert [r.extra for r in a.candidates] == [r.extra for r in b.candidates]

@@ -14,7 +14,7 @@ from planner.testing import check_policy
 
 #: A value for each argument placeholder a registered spec form uses (``top-k:K`` -> ``top-k:2``). Bounded's
 #: budget is small enough to bind on the check's domains, where its search is cut short.
-ARGS = {"K": "2", "D": "2", "N": "60", "T": "0.9", "BASE": "one-step", "PRICE": "1"}
+ARGS = {"K": "2", "D": "2", "N": "20000", "T": "0.9", "BASE": "one-step", "PRICE": "1"}
 
 
 def example_spec(cls) -> str:
@@ -26,10 +26,7 @@ def example_spec(cls) -> str:
 
 def _params():
     for cls in POLICIES:
-        marks = []
-        if cls.name == "bounded":
-            marks.append(pytest.mark.xfail(strict=True, reason="issue 20: shared search graph"))
-        yield pytest.param(cls, id=example_spec(cls), marks=marks)
+        yield pytest.param(cls, id=example_spec(cls))
 
 
 @pytest.mark.parametrize("cls", _params())
