@@ -47,6 +47,31 @@ are bound once and only indexed. A table that needs room stops the loop at the
 entry of a node, before any of its work; the driver grows the table and the
 loop resumes there.
 
+Merging
+-------
+Where some outcome is impossible in some state (exact tests), different sets
+of pairs can leave the same belief: two tests that each rule out the same
+states. With ``merge`` (on by default there) a node is also stored under an
+*equivalence key* (:func:`_merge_key`) and looked up by it at its entry, after
+its canonical belief is computed: the bits of that belief (its support and
+values), the establishing and superseding status of every proposition, the
+outcome of every observation an expression mentions, the untaken observations
+that still *matter* (admitted, affordable, and not a no-op: one whose outcome
+is certain in every state of the support and establishes nothing), and the
+spend on each dimension where those could together still exceed a limit, with
+the remaining depth. Everything the node's future depends on (later beliefs
+and outcome probabilities, facts, which actions and observations are
+permitted and affordable, the depth left) is a function of these: an
+observation that does not matter costs a penalty >= 0 and changes nothing, so
+no plan is better for taking it, and a dimension that cannot bind never
+forbids anything. Equivalent nodes therefore have equal values, and the
+merge changes no value and no choice (tested bit for bit against the search
+without it on random domains). A node is still stored under its pairs' key as
+well, so that the same set reached in another order costs one look-up, and
+the plan is read back by pairs (:func:`lookup`). ``tree_nodes`` counts a merged
+node's subtree as that of the node it merged with. On the STreeD suite at
+full depth merging cuts the nodes 2-7x and the time 1.1-1.9x (``bench/results/engine.md``).
+
 Safe pruning
 ------------
 Below the root an observation whose penalty alone is at least
@@ -65,9 +90,12 @@ the states and the observations (its outcome probabilities are sums over
 states for every outcome of every candidate), so the default cap bounds the
 *work*, not only the nodes: :func:`default_node_cap` is :data:`MAX_NODES`
 (2,000,000) or :data:`MAX_WORK` divided by the work of one node,
-``S x (A + Y x O)``, whichever is smaller (a 4,096-state, 40-observation
-search with four outcome slots stops after about 15,000 nodes, about 1 s on
-this machine, instead of running for minutes under the node cap). An explicit ``max_nodes`` is used as given. The
+``S x (A + Y x O)``, whichever is smaller. The work cap is about an hour of
+CPU (2e12 units at 1-2 ns each), a guard against a runaway search, not a
+time limit: a search the user asked for (``lookahead:11`` on 4,096 states,
+118,784 units a node) runs to its end as it did before the cap existed. The
+default policy, which must answer in about a second, budgets its own work
+(:mod:`planner.policies.bounded`). An explicit ``max_nodes`` is used as given. The
 tables then hold at most the cap's number of entries: node entries in at most
 twice as many 32-byte slots, leaf entries in at most 4/3 as many 16-byte slots,
 each rounded up to a power of two (about 130 MB at 2,000,000 if none were
@@ -129,8 +157,8 @@ INT = np.int64
 
 #: Default cap on nodes expanded in one search (memo misses, leaves included).
 MAX_NODES = 2_000_000
-#: Default cap on the work of one search, in state-operations: nodes x S x (A + Y x O).
-MAX_WORK = 10_000_000_000
+#: Default cap on the work of one search, in state-operations: nodes x S x (A + Y x O) (about an hour).
+MAX_WORK = 2_000_000_000_000
 #: Pruning needs penalty >= EVPI + this, so rounding in Q never decides a prune.
 PRUNE_MARGIN = 1e-9
 #: Seed of the Zobrist keys (fixed: hashes, and so tables, are reproducible).
@@ -151,8 +179,8 @@ _GROW_LEAVES = 3  # stopped at a node's entry: the leaf table needs room
 
 # indices into the kernel's stats array (int64) and its float results
 (_ST_NODES, _ST_HITS, _ST_NODE_ENTRIES, _ST_LEAF_ENTRIES, _ST_CAPACITY, _ST_PRUNED, _ST_STATUS,
- _ST_LEV) = range(8)
-_N_STATS = 8
+ _ST_LEV, _ST_MERGED) = range(9)
+_N_STATS = 9
 _FST_VALUE, _FST_TREE = 0, 1
 
 
@@ -161,8 +189,8 @@ def default_node_cap(n_states: int, n_obs: int, n_slots: int, n_actions: int) ->
 
     >>> default_node_cap(8, 16, 3, 4)            # small domains: the node cap
     2000000
-    >>> default_node_cap(4096, 40, 3, 4)         # 4,096 states x 40 observations: the work cap
-    19688
+    >>> default_node_cap(65536, 40, 3, 4)        # 65,536 states x 40 observations: the work cap
+    246109
     """
     per_node = max(1, int(n_states) * (int(n_actions) + int(n_slots) * int(n_obs)))
     return int(max(1, min(MAX_NODES, MAX_WORK // per_node)))
@@ -232,6 +260,7 @@ class SearchResult(NamedTuple):
     table: tuple
     zobrist: np.ndarray
     depth_keys: np.ndarray
+    merged: int = 0
 
 
 @functools.lru_cache(maxsize=64)
@@ -289,12 +318,91 @@ def _grown(table):
 
 
 # --------------------------------------------------------------------------
+# merging equivalent nodes
+
+
+@njit(cache=True, inline="always")
+def _mix64(h, x):
+    """One step of a 64-bit hash combine (the splitmix64 finaliser of ``h ^ x``)."""
+    z = (h ^ x) + KEY(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> KEY(30))) * KEY(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> KEY(27))) * KEY(0x94D049BB133111EB)
+    return z ^ (z >> KEY(31))
+
+
+@njit(cache=True, inline="always")
+def _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, limits_tol, est_prop, est_value,
+               mentioned, work, need):
+    """The equivalence key of the node at row `lev` of ``bel``/``sp`` (``belu``, ``spu``: their uint64 views).
+
+    It hashes what the node's future depends on (the module docstring, "Merging"): the canonical
+    belief's bits, the establishing and superseding status (``work`` rows 0 and 1), the outcome of
+    every observation an expression mentions, the observations that still *matter* (untaken,
+    admitted, affordable, and not a no-op: an outcome certain under the belief that establishes
+    nothing), and the spend on every dimension where the ones that matter could still exceed a limit.
+    """
+    S = bel.shape[1]
+    O = oc.shape[0]
+    D = sp.shape[1]
+    P = work.shape[1]
+    h = KEY(0x243F6A8885A308D3)
+    for s in range(S):  # the support and its values (zeros are skipped: exact outcomes leave many)
+        if bel[lev, s] != 0.0:
+            h = _mix64(h, KEY(s))
+            h = _mix64(h, belu[lev, s])
+    for p in range(P):
+        h = _mix64(h, KEY(work[0, p] + 2) * KEY(65599) + KEY(work[1, p] + 2))
+    for d in range(D):
+        need[d] = 0.0
+    for o in range(O):
+        if mentioned[o]:
+            h = _mix64(h, KEY(o) * KEY(1000003) + KEY(oc[o] + 2))
+        if oc[o] >= 0 or not admitted[o]:
+            continue
+        ok = True
+        for d in range(D):
+            if sp[lev, d] + cost[o, d] > limits_tol[d]:
+                ok = False
+        if not ok:
+            continue
+        matters = mentioned[o]
+        if not matters:
+            # certain outcome: one outcome of probability 1 in every state of the support, the same one
+            first = -1
+            for s in range(S):
+                if bel[lev, s] == 0.0:
+                    continue
+                ys = -1
+                for y in range(n_outcomes[o]):
+                    if lik[o, y, s] > 0.0:
+                        if ys != -1 or lik[o, y, s] < 1.0:
+                            ys = -2
+                        else:
+                            ys = y
+                if ys < 0 or (first >= 0 and ys != first):
+                    matters = True
+                    break
+                first = ys
+            if not matters and first >= 0 and est_prop[o] >= 0 and est_value[o, first] >= 0:
+                matters = True
+        if matters:
+            h = _mix64(h, KEY(o) + KEY(0x51ED27))
+            for d in range(D):
+                need[d] += cost[o, d]
+    for d in range(D):
+        if sp[lev, d] + need[d] > limits_tol[d]:  # this dimension can still bind
+            h = _mix64(h, KEY(d) + KEY(0x7A3))
+            h = _mix64(h, spu[lev, d])
+    return h
+
+
+# --------------------------------------------------------------------------
 # the facts at a node
 
 
 @njit(cache=True)
 def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob,
-            depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab, bufs):
+            depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab, bufs, merge, mentioned):
     """Run the depth-first search from the state in ``st``/``fst`` until it ends or a table needs room.
 
     Returns :data:`_OK`, :data:`_CAP`, or :data:`_GROW_NODES` / :data:`_GROW_LEAVES`: the state is saved
@@ -303,7 +411,8 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     a function, reassigned or sliced in the loop costs reference counting at every node.
     """
     (bel, sp, h, risk, minq, best_v, best_o, cur_o, cur_y, acc, tc, probs, elig, bound, path_o, path_y, order,
-     sorted_o, sorted_y, pre, leaf_bel, work, vals, can, flags, leaf_work, leaf_vals, oc, expected) = bufs
+     sorted_o, sorted_y, pre, leaf_bel, work, vals, can, flags, leaf_work, leaf_vals, oc, expected, mkey, belu, spu,
+     need) = bufs
     est_prop, est_kind, est_value = facts.est_prop, facts.est_kind, facts.est_value
     ek, ea, eb = facts.expr_kind, facts.expr_a, facts.expr_b
     es, ec, ech = facts.expr_start, facts.expr_count, facts.expr_children
@@ -321,6 +430,8 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     pruned = st[_ST_PRUNED]
     n_node_entries = st[_ST_NODE_ENTRIES]
     n_leaf_entries = st[_ST_LEAF_ENTRIES]
+    merged = st[_ST_MERGED]
+    per_node = 2 if merge else 1  # merging stores a node under its equivalence key and its pairs' key
     status = _OK
     entering = True  # every run starts at the entry of node `lev`
     while True:
@@ -331,7 +442,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
         sub = 1.0
         if entering:
             # room (load 1/2) for this node and every open one above it, and (load 3/4) for its leaves
-            if memo and r >= 1 and 2 * (n_node_entries + lev + 1) > nodes_tab.shape[0]:
+            if memo and r >= 1 and 2 * (n_node_entries + per_node * (lev + 1)) > nodes_tab.shape[0]:
                 status = _GROW_NODES
                 break
             if memo and r <= 1 and 4 * (n_leaf_entries + n_slots) > 3 * leaf_tab.shape[0]:
@@ -376,151 +487,166 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
             # facts, permitted actions and R at the node (bayes_risk: same sums, same tie rule)
             _status_into(oc, est_prop, est_kind, est_value, work)
             _facts_into(oc, work, ek, ea, eb, es, ec, ech, vals)
-            rk = np.inf
-            for a in range(A):
-                flags[0, a] = _holds_row(action_req[a], amen, a, vals, work)
-                if not flags[0, a]:
-                    continue
-                x = 0.0
-                for s in range(S):
-                    x += bel[lev, s] * loss[a, s]
-                if x < rk - tie:
-                    rk = x
-            risk[lev] = rk
-            if r >= 1 and lev > 0:
-                # what may be acquired here: admitted, untaken, available, affordable
-                for o in range(O):
-                    ok = admitted[o] and oc[o] < 0 and _holds_row(obs_req[o], omen, o, vals, work)
-                    if ok:
-                        for d in range(D):  # affordable(o, sp[lev], cost, limits)
-                            if sp[lev, d] + cost[o, d] > limits_tol[d]:
-                                ok = False
-                                break
-                    elig[lev, o] = ok
-                bound[lev] = np.inf
-                if prune:
-                    # EVPI under gates (lookahead.core.evpi), from the R just computed
-                    _reach_into(oc, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals,
-                           flags)
-                    total = 0.0
+            hit = False
+            if merge and r >= 1:
+                mkey[lev] = _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, limits_tol,
+                                       est_prop, est_value, mentioned, work, need)
+                if lev > 0:
+                    slot = _find(nodes_tab, _slot_key(mkey[lev] ^ depth_key[r]))
+                    if slot >= 0:  # an equivalent node reached by another set of pairs
+                        hit = True
+                        merged += 1
+                        nodes -= 1
+                        v = nodes_tab[slot].value
+                        b = nodes_tab[slot].best
+                        sub = nodes_tab[slot].count
+                        done = True
+            if not hit:
+                rk = np.inf
+                for a in range(A):
+                    flags[0, a] = _holds_row(action_req[a], amen, a, vals, work)
+                    if not flags[0, a]:
+                        continue
+                    x = 0.0
                     for s in range(S):
-                        m = np.inf
-                        for a in range(A):
-                            if flags[1, a] and loss[a, s] < m:
-                                m = loss[a, s]
-                        total += bel[lev, s] * m
-                    bound[lev] = rk - total
-            if r == 0:  # only the root of a depth-0 search
-                v = rk
-                done = True
-            elif r == 1:
-                # Every child is a leaf (V_0 = R): evaluated here, in one pass over the candidates, and
-                # kept in the leaf table (key and value only). The same sums in the same order as a
-                # leaf entered as a node: the belief continues the running product at the child's
-                # place in the order; the facts are the node's own when the pair can change none.
-                hk = h[lev] ^ depth_key[0]
-                mq = np.inf
-                bv = np.inf
-                bo = -1
-                j = 0
-                capped = False
-                for o in range(O):
-                    if not elig[lev, o]:
-                        continue
-                    if lev > 0 and penalty[o] >= bound[lev] + PRUNE_MARGIN:
-                        pruned += 1
-                        continue
-                    while j < n and sorted_o[j] < o:
-                        j += 1
-                    for y in range(n_outcomes[o]):  # outcome_probs(bel[lev], lik[o], ...)
-                        pr = 0.0
+                        x += bel[lev, s] * loss[a, s]
+                    if x < rk - tie:
+                        rk = x
+                risk[lev] = rk
+                if r >= 1 and lev > 0:
+                    # what may be acquired here: admitted, untaken, available, affordable
+                    for o in range(O):
+                        ok = admitted[o] and oc[o] < 0 and _holds_row(obs_req[o], omen, o, vals, work)
+                        if ok:
+                            for d in range(D):  # affordable(o, sp[lev], cost, limits)
+                                if sp[lev, d] + cost[o, d] > limits_tol[d]:
+                                    ok = False
+                                    break
+                        elig[lev, o] = ok
+                    bound[lev] = np.inf
+                    if prune:
+                        # EVPI under gates (lookahead.core.evpi), from the R just computed
+                        _reach_into(oc, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals,
+                               flags)
+                        total = 0.0
                         for s in range(S):
-                            pr += bel[lev, s] * lik[o, y, s]
-                        probs[lev, y] = pr
-                    ex = 0.0
-                    for y in range(n_outcomes[o]):
-                        pr = probs[lev, y]
-                        if pr <= 0.0:
+                            m = np.inf
+                            for a in range(A):
+                                if flags[1, a] and loss[a, s] < m:
+                                    m = loss[a, s]
+                            total += bel[lev, s] * m
+                        bound[lev] = rk - total
+                if r == 0:  # only the root of a depth-0 search
+                    v = rk
+                    done = True
+                elif r == 1:
+                    # Every child is a leaf (V_0 = R): evaluated here, in one pass over the candidates, and
+                    # kept in the leaf table (key and value only). The same sums in the same order as a
+                    # leaf entered as a node: the belief continues the running product at the child's
+                    # place in the order; the facts are the node's own when the pair can change none.
+                    hk = h[lev] ^ depth_key[0]
+                    mq = np.inf
+                    bv = np.inf
+                    bo = -1
+                    j = 0
+                    capped = False
+                    for o in range(O):
+                        if not elig[lev, o]:
                             continue
-                        key = _slot_key(hk ^ zob[o, y])
-                        slot = 0
-                        if memo:
-                            slot = INT(key & KEY(leaf_mask))
-                            while leaf_tab[slot].key != 0 and leaf_tab[slot].key != key:
-                                slot = (slot + 1) & leaf_mask
-                            if leaf_tab[slot].key == key:
-                                hits += 1
-                                ex += pr * leaf_tab[slot].value
-                                sub += 1.0
+                        if lev > 0 and penalty[o] >= bound[lev] + PRUNE_MARGIN:
+                            pruned += 1
+                            continue
+                        while j < n and sorted_o[j] < o:
+                            j += 1
+                        for y in range(n_outcomes[o]):  # outcome_probs(bel[lev], lik[o], ...)
+                            pr = 0.0
+                            for s in range(S):
+                                pr += bel[lev, s] * lik[o, y, s]
+                            probs[lev, y] = pr
+                        ex = 0.0
+                        for y in range(n_outcomes[o]):
+                            pr = probs[lev, y]
+                            if pr <= 0.0:
                                 continue
-                        nodes += 1
-                        if nodes > max_nodes:
-                            capped = True
+                            key = _slot_key(hk ^ zob[o, y])
+                            slot = 0
+                            if memo:
+                                slot = INT(key & KEY(leaf_mask))
+                                while leaf_tab[slot].key != 0 and leaf_tab[slot].key != key:
+                                    slot = (slot + 1) & leaf_mask
+                                if leaf_tab[slot].key == key:
+                                    hits += 1
+                                    ex += pr * leaf_tab[slot].value
+                                    sub += 1.0
+                                    continue
+                            nodes += 1
+                            if nodes > max_nodes:
+                                capped = True
+                                break
+                            # R at the leaf: its canonical belief ...
+                            z = 0.0
+                            for s in range(S):
+                                x = pre[j, s] * lik[o, y, s]
+                                for k in range(j, n):
+                                    x *= lik[sorted_o[k], sorted_y[k], s]
+                                leaf_bel[s] = x
+                                z += x
+                            if z > 0.0:
+                                for s in range(S):
+                                    leaf_bel[s] /= z
+                            # ... its facts, unless (o, y) changes none ...
+                            own = neutral[o, y]
+                            if not own:
+                                oc[o] = y
+                                _status_into(oc, est_prop, est_kind, est_value, leaf_work)
+                                _facts_into(oc, leaf_work, ek, ea, eb, es, ec, ech, leaf_vals)
+                                oc[o] = NOT_TAKEN
+                            # ... and the risk of its best permitted action
+                            lr = np.inf
+                            for a in range(A):
+                                if own:
+                                    ok = flags[0, a]
+                                else:
+                                    ok = _holds_row(action_req[a], amen, a, leaf_vals, leaf_work)
+                                if not ok:
+                                    continue
+                                x = 0.0
+                                for s in range(S):
+                                    x += leaf_bel[s] * loss[a, s]
+                                if x < lr - tie:
+                                    lr = x
+                            if memo:
+                                leaf_tab[slot].key = key
+                                leaf_tab[slot].value = lr
+                                n_leaf_entries += 1
+                            ex += pr * lr
+                            sub += 1.0
+                        if capped:
                             break
-                        # R at the leaf: its canonical belief ...
-                        z = 0.0
-                        for s in range(S):
-                            x = pre[j, s] * lik[o, y, s]
-                            for k in range(j, n):
-                                x *= lik[sorted_o[k], sorted_y[k], s]
-                            leaf_bel[s] = x
-                            z += x
-                        if z > 0.0:
-                            for s in range(S):
-                                leaf_bel[s] /= z
-                        # ... its facts, unless (o, y) changes none ...
-                        own = neutral[o, y]
-                        if not own:
-                            oc[o] = y
-                            _status_into(oc, est_prop, est_kind, est_value, leaf_work)
-                            _facts_into(oc, leaf_work, ek, ea, eb, es, ec, ech, leaf_vals)
-                            oc[o] = NOT_TAKEN
-                        # ... and the risk of its best permitted action
-                        lr = np.inf
-                        for a in range(A):
-                            if own:
-                                ok = flags[0, a]
-                            else:
-                                ok = _holds_row(action_req[a], amen, a, leaf_vals, leaf_work)
-                            if not ok:
-                                continue
-                            x = 0.0
-                            for s in range(S):
-                                x += leaf_bel[s] * loss[a, s]
-                            if x < lr - tie:
-                                lr = x
-                        if memo:
-                            leaf_tab[slot].key = key
-                            leaf_tab[slot].value = lr
-                            n_leaf_entries += 1
-                        ex += pr * lr
-                        sub += 1.0
+                        # every outcome of o is in: Q = penalty + expectation
+                        q = penalty[o] + ex
+                        if lev == 0:
+                            expected[o] = ex
+                        if q < mq:
+                            mq = q
+                        if bo < 0 or q < bv - tie or (q <= bv + tie and penalty[o] < penalty[bo] - tie):
+                            bv = q
+                            bo = o
                     if capped:
+                        status = _CAP
                         break
-                    # every outcome of o is in: Q = penalty + expectation
-                    q = penalty[o] + ex
-                    if lev == 0:
-                        expected[o] = ex
-                    if q < mq:
-                        mq = q
-                    if bo < 0 or q < bv - tie or (q <= bv + tie and penalty[o] < penalty[bo] - tie):
-                        bv = q
-                        bo = o
-                if capped:
-                    status = _CAP
-                    break
-                v = rk
-                if mq < v:
-                    v = mq
-                b = bo if (bo >= 0 and bv < rk - tie) else -1
-                done = True
-            else:
-                cur_o[lev] = -1
-                cur_y[lev] = -1
-                minq[lev] = np.inf
-                best_v[lev] = np.inf
-                best_o[lev] = -1
-                tc[lev] = 1.0
+                    v = rk
+                    if mq < v:
+                        v = mq
+                    b = bo if (bo >= 0 and bv < rk - tie) else -1
+                    done = True
+                else:
+                    cur_o[lev] = -1
+                    cur_y[lev] = -1
+                    minq[lev] = np.inf
+                    best_v[lev] = np.inf
+                    best_o[lev] = -1
+                    tc[lev] = 1.0
         if not done:
             # a node whose children are nodes (remaining depth >= 2): the next child, or the node is done
             o = cur_o[lev]
@@ -593,14 +719,17 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
         if memo:  # store the node (room was made at its entry); a key already there is a hash collision
             key = _slot_key(h[lev] ^ depth_key[r])
             if r >= 1:
-                slot = _find(nodes_tab, key)
-                if slot < 0:
-                    slot = -slot - 1
-                    nodes_tab[slot].key = key
-                    n_node_entries += 1
-                nodes_tab[slot].value = v
-                nodes_tab[slot].count = sub
-                nodes_tab[slot].best = b
+                for twice in range(2 if merge else 1):  # merging: under its equivalence key too
+                    if twice == 1:
+                        key = _slot_key(mkey[lev] ^ depth_key[r])
+                    slot = _find(nodes_tab, key)
+                    if slot < 0:
+                        slot = -slot - 1
+                        nodes_tab[slot].key = key
+                        n_node_entries += 1
+                    nodes_tab[slot].value = v
+                    nodes_tab[slot].count = sub
+                    nodes_tab[slot].best = b
             else:
                 slot = _find(leaf_tab, key)
                 if slot < 0:
@@ -622,13 +751,14 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     st[_ST_PRUNED] = pruned
     st[_ST_NODE_ENTRIES] = n_node_entries
     st[_ST_LEAF_ENTRIES] = n_leaf_entries
+    st[_ST_MERGED] = merged
     st[_ST_STATUS] = status
     return status
 
 
 @njit(cache=True)
 def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts,
-                cost, limits_tol, penalty, n_values, zob, depth_key, tie, prune, memo, max_nodes, capacity):
+                cost, limits_tol, penalty, n_values, zob, depth_key, tie, prune, memo, max_nodes, capacity, merge):
     """Iterative depth-first expectimax; see the module docstring.
 
     Parameters are the root's ``belief : float64[S]``, ``outcome_of : int64[O]``,
@@ -684,6 +814,10 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     leaf_vals = np.zeros((2, N), dtype=np.bool_)
     oc = outcome_of.copy()
     expected = np.full(O, np.nan, dtype=FLOAT)
+    mkey = np.zeros(L, dtype=KEY)
+    belu = bel.view(KEY)
+    spu = sp.view(KEY)
+    need = np.zeros(max(D, 1), dtype=FLOAT)
     for s in range(S):
         bel[0, s] = belief[s]
     for d in range(D):
@@ -691,7 +825,8 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     for o in range(O):
         elig[0, o] = root_mask[o]
     bufs = (bel, sp, h, risk, minq, best_v, best_o, cur_o, cur_y, acc, tc, probs, elig, bound, path_o, path_y, order,
-            sorted_o, sorted_y, pre, leaf_bel, work, vals, can, flags, leaf_work, leaf_vals, oc, expected)
+            sorted_o, sorted_y, pre, leaf_bel, work, vals, can, flags, leaf_work, leaf_vals, oc, expected, mkey, belu,
+            spu, need)
     # (o, y) pairs that change no fact: they establish no value and no "o returned y" expression names them
     neutral = np.ones((O, Y), dtype=np.bool_)
     for o in range(O):
@@ -699,9 +834,11 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
             for y in range(Y):
                 if facts.est_value[o, y] >= 0:
                     neutral[o, y] = False
+    mentioned = np.zeros(O, dtype=np.bool_)
     for i in range(N):
         if facts.expr_kind[i] == EXPR_RETURNED:
             neutral[facts.expr_a[i], facts.expr_b[i]] = False
+            mentioned[facts.expr_a[i]] = True
     n_slots = INT(n_outcomes.sum())  # children of one node, at most
 
     nodes_tab = np.zeros(capacity, dtype=NODE_SLOT)
@@ -712,7 +849,7 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     while True:
         status = _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol,
                          penalty, zob, depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab,
-                         bufs)
+                         bufs, merge and memo, mentioned)
         if status == _GROW_NODES:
             nodes_tab = _grown(nodes_tab)
         elif status == _GROW_LEAVES:
@@ -724,7 +861,7 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
 
 
 def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts, cost,
-               limits, penalty, n_values, *, prune=True, memo=True, max_nodes=None) -> SearchResult:
+               limits, penalty, n_values, *, prune=True, memo=True, max_nodes=None, merge=None) -> SearchResult:
     """Depth-`depth` memoised expectimax from one root node.
 
     Parameters
@@ -748,6 +885,12 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
         Skip observations whose penalty is at least EVPI (never changes a result).
     memo : bool
         Memoise on the set of pairs (off: a plain tree search, for counting).
+    merge : bool, optional
+        Memoise on the equivalence key instead (module docstring, "Merging"):
+        nodes with the same belief, facts and observations that matter share
+        one entry, whatever pairs reached them. None (the default): on where
+        some outcome is impossible in some state (only there can different
+        sets of pairs reach the same belief).
     max_nodes : int, optional
         Node cap; exceeding it raises :class:`SearchCapExceeded`. Default:
         :func:`default_node_cap` (the node or the work cap).
@@ -784,12 +927,15 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     zob, dk = zobrist_keys(int(O), int(Y), depth)
     if max_nodes is None:
         max_nodes = default_node_cap(len(belief), O, Y, loss.shape[0])
+    if merge is None:
+        merge = has_exact_outcomes(lik, n_outcomes)
+    limits_tol = np.asarray(limits, dtype=FLOAT) + BUDGET_TOL
     out = _expectimax(
         np.ascontiguousarray(belief, dtype=FLOAT), np.ascontiguousarray(outcome_of, dtype=INT),
         np.ascontiguousarray(spent, dtype=FLOAT), np.ascontiguousarray(root_mask, dtype=np.bool_),
         np.ascontiguousarray(admitted, dtype=np.bool_), depth, lik, n_outcomes, loss, facts, cost,
-        np.asarray(limits, dtype=FLOAT) + BUDGET_TOL, penalty, int(n_values), zob, dk, TIE, bool(prune), bool(memo),
-        int(max_nodes), INITIAL_CAPACITY)
+        limits_tol, penalty, int(n_values), zob, dk, TIE, bool(prune), bool(memo),
+        int(max_nodes), INITIAL_CAPACITY, bool(merge))
     value, risk, expected, tree, stats, node_tab, leaf_tab = out
     if stats[_ST_STATUS] == _CAP:
         raise SearchCapExceeded(int(max_nodes), depth)
@@ -797,7 +943,21 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     return SearchResult(value=float(value), risk=float(risk), expected=expected, q=q, depth=depth,
                         nodes=int(stats[_ST_NODES]), hits=int(stats[_ST_HITS]), entries=int(stats[_ST_NODE_ENTRIES] + stats[_ST_LEAF_ENTRIES]),
                         capacity=int(stats[_ST_CAPACITY]), pruned=int(stats[_ST_PRUNED]), tree_nodes=float(tree),
-                        table=(node_tab, leaf_tab), zobrist=zob, depth_keys=dk)
+                        table=(node_tab, leaf_tab), zobrist=zob, depth_keys=dk, merged=int(stats[_ST_MERGED]))
+
+
+def has_exact_outcomes(lik, n_outcomes) -> bool:
+    """Whether some declared outcome is impossible in some state (``lik[o, y, s] == 0`` for ``y < n_outcomes[o]``).
+
+    >>> has_exact_outcomes(np.array([[[0.9, 0.2], [0.1, 0.8]]]), np.array([2]))
+    False
+    >>> has_exact_outcomes(np.array([[[1.0, 0.0], [0.0, 1.0]]]), np.array([2]))
+    True
+    """
+    lik = np.asarray(lik)
+    declared = np.arange(lik.shape[1])[None, :] < np.asarray(n_outcomes)[:, None]
+    return bool((lik[declared] == 0.0).any())
+
 
 
 def depth_bound(outcome_of, spent, admitted, cost, limits) -> int:
