@@ -69,6 +69,7 @@ from planner.node import Decision
 from planner.policies.base import Policy, pick_best, positive_int
 from planner.policies.onestep import one_step_table
 from planner.policies.plans import named_plan, plan_text
+from planner.warm import prepare_search
 
 __all__ = ["Bounded", "search_for"]
 
@@ -254,6 +255,7 @@ class Bounded(Policy):
 
     def _plan(self, node) -> "_Planned":
         budget = self.budget_for(node.compiled)
+        prepare_search(node, cap=budget)  # plain Python below the tier threshold (lookahead.jit), else compiled
         done = self._exhaustive(node, budget) if self.exhaustive_first else None
         if done is not None:
             return done
