@@ -100,7 +100,7 @@ from typing import NamedTuple
 import numpy as np
 
 from lookahead.core import BUDGET_TOL, TIE, _facts_into, _holds_row, _status_into, bayes_risk
-from lookahead.jit import njit
+from lookahead.jit import kernel
 from lookahead.layout import (
     EXPR_AND,
     EXPR_ESTABLISHED,
@@ -310,7 +310,7 @@ def _grown(g: Graph, need_nodes: int, need_chance: int, need_slots: int, Y: int 
 # hashing
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _mix(h, x):
     """One step of a 64-bit hash combine (splitmix64 finaliser of h ^ x)."""
     z = (h ^ x) + np.uint64(0x9E3779B97F4A7C15)
@@ -319,7 +319,7 @@ def _mix(h, x):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True)
+@kernel
 def _rehash(old, new):
     mask = new.shape[0] - 1
     for i in range(old.shape[0]):
@@ -331,7 +331,7 @@ def _rehash(old, new):
                 new[j, q] = old[i, q]
 
 
-@njit(cache=True)
+@kernel
 def _lookup(table, k1, k2):
     """``(node, slot)``: the node with keys (k1, k2), or ``(-1, free slot)``."""
     mask = table.shape[0] - 1
@@ -393,7 +393,7 @@ BOUND_EVPI, BOUND_UNLOCK, BOUND_UNLOCK_STEP = 0, 1, 2
 # the no-op test). The tuples are unpacked once, in :func:`_search`.
 
 
-@njit(cache=True)
+@kernel
 def _node_state(oc, prior, lik, lik_zero, cost, bel, spent):
     """Canonical belief and spend of the pairs `oc` (observation-index order, one normalisation)."""
     O, S = lik.shape[0], lik.shape[2]
@@ -418,7 +418,7 @@ def _node_state(oc, prior, lik, lik_zero, cost, bel, spent):
         spent[d] = x
 
 
-@njit(cache=True)
+@kernel
 def _is_noop(o, bel, lik, n_outcomes, est_prop, est_value):
     """True when o's outcome is certain under `bel` and establishes nothing (acquiring it changes nothing)."""
     S = bel.shape[0]
@@ -436,7 +436,7 @@ def _is_noop(o, bel, lik, n_outcomes, est_prop, est_value):
     return False
 
 
-@njit(cache=True)
+@kernel
 def _eligible(o, oc, bel, spent, lik, n_outcomes, cost, limits_tol, flags, est_prop, est_value):
     """Untaken, admitted, affordable and not a no-op (preconditions are the caller's)."""
     if oc[o] != NOT_TAKEN or not flags[o, _F_ADMITTED]:
@@ -447,7 +447,7 @@ def _eligible(o, oc, bel, spent, lik, n_outcomes, cost, limits_tol, flags, est_p
     return not (flags[o, _F_MAYBE_NOOP] and _is_noop(o, bel, lik, n_outcomes, est_prop, est_value))
 
 
-@njit(cache=True)
+@kernel
 def _unlock_costs(oc, s, spent, permitted, status, lik, n_outcomes, cost, limits_tol, penalty, flags, est_prop,
                   est_value, ek, ea, eb, es, ec, ech, action_req, obs_req, obs_cost, expr_cost, unlock):
     """``unlock[a]``: a lower bound on the penalty that makes action a permitted, in state s.
@@ -525,7 +525,7 @@ def _unlock_costs(oc, s, spent, permitted, status, lik, n_outcomes, cost, limits
             unlock[a] = expr_cost[action_req[a]]
 
 
-@njit(cache=True)
+@kernel
 def _tip_bound(oc, bel, spent, step_cost, permitted, status, bound, gated, class_start, class_states, lik,
                n_outcomes, loss, cost, limits_tol, penalty, flags, est_prop, est_value, ek, ea, eb, es, ec, ech,
                action_req, obs_req):
@@ -579,7 +579,7 @@ def _tip_bound(oc, bel, spent, step_cost, permitted, status, bound, gated, class
     return total, total0
 
 
-@njit(cache=True)
+@kernel
 def _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, lik_zero, n_outcomes, loss, cost,
                     limits_tol, penalty, flags, class_start, class_states, gated, bound, est_prop, est_kind,
                     est_value, ek, ea, eb, es, ec, ech, action_req, obs_req, amen, omen):
@@ -680,7 +680,7 @@ def _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, 
 # the search
 
 
-@njit(cache=True)
+@kernel
 def _back_up(i, nf, ni, cf, ci, sn, sp, penalty):
     """Recompute the chance nodes of expanded node i from its children's intervals, then i's interval.
 
@@ -717,7 +717,7 @@ def _back_up(i, nf, ni, cf, ci, sn, sp, penalty):
     nf[i, _UP] = up_opt
 
 
-@njit(cache=True)
+@kernel
 def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f):
     """Best-first search from the node of pairs `root_pairs` (see the module docstring).
 

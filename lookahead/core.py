@@ -14,7 +14,7 @@ function of that set.
 from __future__ import annotations
 
 import numpy as np
-from lookahead.jit import njit
+from lookahead.jit import kernel
 
 from lookahead.layout import (
     EST_SUPERSEDE,
@@ -57,7 +57,7 @@ BUDGET_TOL = 1e-9
 # node's cost of a few hundred nanoseconds. The public kernels below wrap them.
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _status_into(outcome_of, est_prop, est_kind, est_value, work):
     """Established status into ``work[2]`` (``work : int64[3, P]``; rows 0, 1 are scratch).
 
@@ -94,7 +94,7 @@ def _status_into(outcome_of, est_prop, est_kind, est_value, work):
 # arguments a node. Written this way they prune to none.
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _combine_row(vals, r, i, expr_kind, expr_start, expr_count, expr_children):
     """AND / OR node `i` of ``vals[r]`` from its children."""
     want = expr_kind[i] == EXPR_OR  # OR looks for a true child, AND for a false one
@@ -108,7 +108,7 @@ def _combine_row(vals, r, i, expr_kind, expr_start, expr_count, expr_children):
     vals[r, i] = out
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _facts_into(outcome_of, work, expr_kind, expr_a, expr_b, expr_start, expr_count, expr_children, vals):
     """Every fact-expression node into ``vals[0]`` (status in ``work[2]``; children precede parents)."""
     for i in range(expr_kind.shape[0]):
@@ -121,7 +121,7 @@ def _facts_into(outcome_of, work, expr_kind, expr_a, expr_b, expr_start, expr_co
             _combine_row(vals, 0, i, expr_kind, expr_start, expr_count, expr_children)
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _holds_row(root, mentions, row, vals, work):
     """Does expression `root` hold (facts ``vals[0]``, status ``work[2]``)?
 
@@ -135,7 +135,7 @@ def _holds_row(root, mentions, row, vals, work):
     return vals[0, root]
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _reach_into(outcome_of, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals,
                 flags):
     """Reachable actions into ``flags[1]`` (see :func:`reachable_actions`); status in ``work[2]``."""
@@ -163,7 +163,7 @@ def _reach_into(outcome_of, admitted, est_prop, est_value, ek, ea, eb, es, ec, e
         flags[1, a] = action_req[a] == NO_EXPR or vals[1, action_req[a]]
 
 
-@njit(cache=True)
+@kernel
 def established_status(outcome_of, est_prop, est_kind, est_value, n_props):
     """Established value of each proposition at a node.
 
@@ -179,7 +179,7 @@ def established_status(outcome_of, est_prop, est_kind, est_value, n_props):
     return work[2].copy()
 
 
-@njit(cache=True)
+@kernel
 def _node_facts(outcome_of, facts):
     """Status buffer and fact values at a node (the allocation path of the wrappers)."""
     work = np.empty((3, facts.action_mentions.shape[1]), dtype=np.int64)
@@ -190,7 +190,7 @@ def _node_facts(outcome_of, facts):
     return work, vals
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _holds_all(req, mentions, vals, work):
     """``bool[len(req)]``: which of the expressions rooted at `req` hold (status ``work[2]``, facts ``vals[0]``)."""
     out = np.empty(req.shape[0], dtype=np.bool_)
@@ -199,21 +199,21 @@ def _holds_all(req, mentions, vals, work):
     return out
 
 
-@njit(cache=True)
+@kernel
 def permitted_actions(outcome_of, facts):
     """``bool[A]``: actions whose evidence requirements hold at the node."""
     work, vals = _node_facts(outcome_of, facts)
     return _holds_all(facts.action_req, facts.action_mentions, vals, work)
 
 
-@njit(cache=True)
+@kernel
 def available_observations(outcome_of, facts):
     """``bool[O]``: observations whose preconditions hold at the node."""
     work, vals = _node_facts(outcome_of, facts)
     return _holds_all(facts.obs_req, facts.obs_mentions, vals, work)
 
 
-@njit(cache=True)
+@kernel
 def node_facts(outcome_of, facts):
     """Status, permitted actions and available observations at a node, in one pass.
 
@@ -227,7 +227,7 @@ def node_facts(outcome_of, facts):
     return work[2].copy(), permitted, available
 
 
-@njit(cache=True)
+@kernel
 def affordable(o, spent, cost, limits):
     """True when acquiring `o` keeps every dimension within its hard limit."""
     for d in range(limits.shape[0]):
@@ -236,7 +236,7 @@ def affordable(o, spent, cost, limits):
     return True
 
 
-@njit(cache=True)
+@kernel
 def bayes_risk(belief, loss, permitted):
     """R(b) = min over permitted u of sum_s b(s) L(u, s), and the minimising action.
 
@@ -258,7 +258,7 @@ def bayes_risk(belief, loss, permitted):
     return best, best_a
 
 
-@njit(cache=True)
+@kernel
 def outcome_probs(belief, lik_o, n_y, out):
     """P(y | b, o) for y < n_y into ``out : float64[Y]``; ``lik_o : float64[Y, S]``."""
     S = belief.shape[0]
@@ -270,7 +270,7 @@ def outcome_probs(belief, lik_o, n_y, out):
     return out
 
 
-@njit(cache=True)
+@kernel
 def posterior(belief, lik_oy, out):
     """Bayes update b_y(s) ∝ b(s) P(y | s) into `out`; returns the normaliser P(y | b)."""
     z = 0.0
@@ -284,7 +284,7 @@ def posterior(belief, lik_oy, out):
     return z
 
 
-@njit(cache=True)
+@kernel
 def evsi(o, belief, outcome_of, lik, n_outcomes, loss, facts):
     """EVSI(o | b) = R(b) - sum_y P(y | b, o) R(b_y), facts updated per outcome.
 
@@ -305,7 +305,7 @@ def evsi(o, belief, outcome_of, lik, n_outcomes, loss, facts):
     return r0 - expected, expected
 
 
-@njit(cache=True)
+@kernel
 def evsi_all(belief, outcome_of, lik, n_outcomes, loss, facts, mask, out):
     """EVSI of every observation where ``mask : bool[O]`` is set (``nan`` elsewhere)."""
     for o in range(mask.shape[0]):
@@ -316,7 +316,7 @@ def evsi_all(belief, outcome_of, lik, n_outcomes, loss, facts, mask, out):
     return out
 
 
-@njit(cache=True)
+@kernel
 def reachable_actions(outcome_of, admitted, facts, n_values):
     """``bool[A]``: actions that admissible evidence could still permit (an over-approximation).
 
@@ -338,7 +338,7 @@ def reachable_actions(outcome_of, admitted, facts, n_values):
     return flags[1].copy()
 
 
-@njit(cache=True)
+@kernel
 def evpi(belief, outcome_of, admitted, loss, facts, n_values):
     """EVPI under gates: R(b) - sum_s b(s) min over reachable u of L(u, s)."""
     r0, _ = bayes_risk(belief, loss, permitted_actions(outcome_of, facts))

@@ -120,7 +120,7 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
-from lookahead.jit import njit
+from lookahead.jit import kernel
 
 from lookahead.core import (
     BUDGET_TOL,
@@ -289,13 +289,13 @@ def zobrist_keys(n_obs: int, n_slots: int, depth: int, seed: int = ZOBRIST_SEED)
 # the memo tables
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _slot_key(key):
     """The key as stored: 0 marks an empty slot, so a hash of 0 is stored as 1."""
     return key if key != 0 else KEY(1)
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _find(table, key):
     """Slot of `table` (a :data:`NODE_SLOT` or :data:`LEAF_SLOT` array) holding stored key `key`, or -(free slot) - 1."""
     cap_mask = table.shape[0] - 1
@@ -307,7 +307,7 @@ def _find(table, key):
     return -i - 1
 
 
-@njit(cache=True)
+@kernel
 def _grown(table):
     """`table` rehashed into twice as many slots (called between runs of the search, never inside one)."""
     out = np.zeros(2 * table.shape[0], dtype=table.dtype)
@@ -400,7 +400,7 @@ def _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, lim
 # the facts at a node
 
 
-@njit(cache=True)
+@kernel
 def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob,
             depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab, bufs, merge, mentioned):
     """Run the depth-first search from the state in ``st``/``fst`` until it ends or a table needs room.
@@ -756,7 +756,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     return status
 
 
-@njit(cache=True)
+@kernel
 def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts,
                 cost, limits_tol, penalty, n_values, zob, depth_key, tie, prune, memo, max_nodes, capacity, merge):
     """Iterative depth-first expectimax; see the module docstring.

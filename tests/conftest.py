@@ -7,7 +7,12 @@ import pathlib
 import pytest
 from hypothesis import HealthCheck, settings
 
+import lookahead.jit
 import planner
+
+# The suite runs the kernels compiled, as a large domain does; tests/lookahead/test_jit.py holds the Python
+# tier (what small problems run, and the doctests) equal to it, and the CLI's subprocess tests run the default.
+lookahead.jit.ensure_compiled()
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOMAINS = planner.DOMAINS

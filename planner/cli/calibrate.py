@@ -6,7 +6,7 @@ import sys
 
 from planner.io.atomic import write_text
 from planner.calibration.calibrate import METHODS, PRIOR_STRENGTH, calibrate, calibrated_data, dump_domain
-from planner.cli.common import Once, add_caller_args, caller_from_args, compile_note, policy_from_args, progress_bar
+from planner.cli.common import Once, add_caller_args, caller_from_args, policy_from_args, progress_bar
 from planner.model.domain import load_domain
 from planner.errors import PlannerError
 from planner.policies import DEFAULT_POLICY
@@ -35,7 +35,6 @@ def cmd_simulate_log(args) -> int:
     from planner.session.session import Session
     from planner.session.simulate import simulate_log
 
-    compile_note()
     # Everything that can be refused is refused before the log file is touched.
     if model is not None:
         from planner.compile import compile_domain, same_structure

@@ -68,19 +68,6 @@ def quote(text, limit: int = 60) -> str:
     return repr(text)
 
 
-def compile_note() -> None:
-    """Tell a person at a terminal that the first run compiles the kernels (silent otherwise)."""
-    if not sys.stderr.isatty():
-        return
-    from lookahead.core import evsi_all
-    from lookahead.jit import will_compile
-    from lookahead.search import _expectimax
-
-    if will_compile(evsi_all, _expectimax):
-        print("planner: note: compiling the planning kernels (once after installing or upgrading, about 20 s; "
-              "later runs load them from numba's cache)", file=sys.stderr, flush=True)
-
-
 def warn(message: str) -> None:
     """One line ``planner: warning: ...`` on stderr."""
     print(f"planner: warning: {message}", file=sys.stderr)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from planner.cli.common import (
-    compile_note,
     add_caller_args,
     add_policy_arg,
     caller_from_args,
@@ -28,7 +27,6 @@ def cmd_evaluate(args) -> int:
     policies = [policy_from_args(s, args) for s in (args.policy or [DEFAULT_POLICY])]  # bad specs fail first
     truth = load_domain(args.truth) if args.truth else None
     warn_unknown_caller([domain], args.entitlement, args.purpose)
-    compile_note()
     if truth is not None:
         return _under_truth(domain, truth, policies, caller, args)
     evals, harms = [], []

@@ -9,7 +9,6 @@ import numpy as np
 
 from planner.io.atomic import write_text
 from planner.cli.common import (
-    compile_note,
     Once,
     add_caller_args,
     add_policy_arg,
@@ -36,7 +35,6 @@ def _session(args):
     domain = load_domain(args.domain)
     session = Session(domain, policy_from_args(args.policy, args), caller=caller_from_args(args))
     warn_unknown_caller([domain], args.entitlement, args.purpose)
-    compile_note()
     return domain, session
 
 

@@ -80,6 +80,7 @@ from planner.node import Decision
 from planner.policies.base import Policy, pick_best, positive_int
 from planner.policies.onestep import one_step_table
 from planner.policies.plans import named_plan, plan_text
+from planner.warm import prepare_search
 
 __all__ = ["Bounded", "DEFAULT_WORK", "EXHAUSTIVE_SHARE", "DEEPENING_SHARE", "BEST_FIRST_UNIT", "node_work", "BUDGET", "plan_floor"]
 
@@ -277,6 +278,7 @@ class Bounded(Policy):
         c = node.compiled
         budget = self.budget
         dfs_unit, bf_unit = node_work(c)
+        prepare_search(node, cap=budget // dfs_unit)  # plain Python below the tier threshold (lookahead.jit)
         phases = []
         if self.exhaustive_first:
             ex, ph = self._exhaustive(node, int(budget * EXHAUSTIVE_SHARE), dfs_unit)
