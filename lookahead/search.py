@@ -321,7 +321,7 @@ def _grown(table):
 # merging equivalent nodes
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _mix64(h, x):
     """One step of a 64-bit hash combine (the splitmix64 finaliser of ``h ^ x``)."""
     z = (h ^ x) + KEY(0x9E3779B97F4A7C15)
@@ -330,7 +330,7 @@ def _mix64(h, x):
     return z ^ (z >> KEY(31))
 
 
-@njit(cache=True, inline="always")
+@kernel(inline="always")
 def _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, limits_tol, est_prop, est_value,
                mentioned, work, need):
     """The equivalence key of the node at row `lev` of ``bel``/``sp`` (``belu``, ``spu``: their uint64 views).
