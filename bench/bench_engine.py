@@ -1,0 +1,216 @@
+"""The planning engine's targets (issue 20), measured in one run: ``python3 bench/bench_engine.py``.
+
+Writes ``bench/results/engine.md`` and ``engine.csv``. Sections:
+
+- ``cold start``: the seed case (``planner run payment_release --world approval=pending``, the default
+  policy) as whole processes, first with an empty numba cache, then again (warm); wall and CPU seconds,
+  and whether the one compile line was printed;
+- ``certified``: the default policy (``Bounded()``, the default budget) at the root of generated domains
+  (8 states; 12 observations with a 3-step chain, 16 and 20 observations): certified or not, the gap,
+  the work units and CPU seconds of the decision, in process (kernels compiled and warm);
+- ``invariant``: on the same domains, where ``lookahead:<full depth>`` fits the exhaustive share of the
+  budget, the default policy's certified value equals it (counted);
+- ``scale``: 32 observations, the relative gap ``(U - L) / U`` at the default budget (about 1 s) and at
+  ten times it (about 10 s);
+- ``reference``: the pure-Python reference (``lookahead.reference.optimal_value``) against the default
+  policy in process on 8 x 10-12 domains it can solve, as a ratio of CPU times;
+- ``merge``: the depth-first search with and without merging equivalent beliefs on the STreeD suite
+  (``bench/compare_streed.py``'s mapping), at depth 4 and full depth: nodes, merges, CPU ms.
+
+Times are CPU seconds of this process (``time.process_time``) or of the child (``resource``), on a shared
+machine: only ratios measured moments apart are results; node and work counts are exact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import numpy as np  # noqa: E402
+
+import planner  # noqa: E402
+from planner.generators import benchmark_domain  # noqa: E402
+from planner.policies.bounded import DEFAULT_WORK, EXHAUSTIVE_SHARE, Bounded, node_work  # noqa: E402
+
+OUT = ROOT / "bench" / "results"
+
+
+def child_run(argv, env) -> dict:
+    """One whole process: wall seconds, CPU seconds (user + system of the child) and its stderr."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall": wall, "cpu": cpu, "rc": p.returncode, "stderr": p.stderr.strip()}
+
+
+def cold_start(rows, log):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=tempfile.mkdtemp(prefix="numba-empty-"))
+    argv = [sys.executable, "-m", "planner.cli", "run", "payment_release", "--world", "approval=pending"]
+    for label in ("empty cache", "warm (second run)", "warm (third run)"):
+        r = child_run(argv, env)
+        compiled = "compiling search kernels" in r["stderr"]
+        rows.append({"section": "cold start", "case": "seed payment_release", "what": label,
+                     "wall_s": round(r["wall"], 3), "cpu_s": round(r["cpu"], 3), "rc": r["rc"],
+                     "compile_line": compiled})
+        log(f"cold start {label}: {r['wall']:.2f} s wall, {r['cpu']:.2f} s CPU, rc {r['rc']}, compile line {compiled}")
+
+
+CASES = [(12, 3, s) for s in (1, 2, 3, 4, 5, 13)] + [(16, 0, s) for s in (1, 2, 3)] + [(20, 0, s) for s in (1, 2)]
+
+
+def _root(n_obs, chain, seed, states=8):
+    return planner.Session(planner.Domain.from_dict(benchmark_domain(n_obs, states, seed=seed, chain=chain))).node
+
+
+def certified(rows, log, budget=None, section="certified", cases=CASES):
+    pol = Bounded(work=budget)
+    for n_obs, chain, seed in cases:
+        node = _root(n_obs, chain, seed)
+        t0 = time.process_time()
+        d = pol.decide(node)
+        cpu = time.process_time() - t0
+        lo, up = d.info["interval"]
+        rows.append({"section": section, "case": f"8x{n_obs} chain {chain} seed {seed}", "what": pol.spec,
+                     "certified": d.info["certified"], "lo": round(lo, 6), "up": round(up, 6),
+                     "rel_gap": round((up - lo) / max(abs(up), 1e-12), 4), "work": d.info["work"],
+                     "search": d.info["search"], "cpu_s": round(cpu, 3)})
+        log(f"{section} 8x{n_obs} c{chain} s{seed}: {d.info['search']}, certified {d.info['certified']}, "
+            f"[{lo:.4f}, {up:.4f}], work {d.info['work']:,}, {cpu:.2f} s")
+
+
+def invariant(rows, log):
+    from lookahead.search import SearchCapExceeded
+
+    held = fits = 0
+    for n_obs, chain, seed in CASES[:9]:
+        node = _root(n_obs, chain, seed)
+        unit = node_work(node.compiled)[0]
+        try:
+            full = node.search(len(node.compiled.obs_names), max_nodes=int(DEFAULT_WORK * EXHAUSTIVE_SHARE) // unit)
+        except SearchCapExceeded:
+            continue
+        fits += 1
+        d = Bounded().decide(node)
+        if d.info["certified"] and abs(d.info["interval"][0] - full.value) <= 1e-12:
+            held += 1
+    rows.append({"section": "invariant", "case": f"{fits} of {len(CASES[:9])} domains fit", "what": "bounded == lookahead:full",
+                 "held": held, "fits": fits})
+    log(f"invariant: held on {held} of the {fits} domains where lookahead:full fits the exhaustive share")
+
+
+def scale(rows, log):
+    cases = [(32, 0, s) for s in (1, 2)] + [(40, 0, 1)]
+    for mult in (1, 10):
+        certified(rows, log, budget=DEFAULT_WORK * mult, section=f"scale x{mult}", cases=cases)
+
+
+def reference(rows, log):
+    from lookahead.reference import optimal_value
+
+    for n_obs, chain, seed in [(10, 2, 1), (10, 2, 2), (12, 3, 1)]:
+        node = _root(n_obs, chain, seed)
+        c = node.compiled
+        t0 = time.process_time()
+        v_ref, nodes = optimal_value(node.belief, node.outcome_of, node.spent, node.admission.admitted, c.lik,
+                                     c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty)
+        t_ref = time.process_time() - t0
+        t0 = time.process_time()
+        d = Bounded().decide(node)
+        t_ours = time.process_time() - t0
+        rows.append({"section": "reference", "case": f"8x{n_obs} chain {chain} seed {seed}", "what": "ref / ours",
+                     "ref_s": round(t_ref, 3), "cpu_s": round(t_ours, 4), "ratio": round(t_ref / max(t_ours, 1e-9), 1),
+                     "same": abs(v_ref - d.info["interval"][1]) <= 1e-9})
+        log(f"reference 8x{n_obs} s{seed}: ref {t_ref:.2f} s vs ours {t_ours:.3f} s ({t_ref / max(t_ours, 1e-9):.0f}x), "
+            f"same value {abs(v_ref - d.info['interval'][1]) <= 1e-9}")
+
+
+def merge(rows, log):
+    import compare_streed as cs
+    from lookahead.search import expectimax
+
+    for name, level in [("diabetes", "high"), ("breast", "middle"), ("heart", "high"), ("hepatitis", "middle")]:
+        ds = cs.load_case(name, level)
+        c, n = cs.ours_setup(ds)
+        for depth in (4, len(c.obs_names)):
+            out = {}
+            for m in (False, True):
+                t0 = time.process_time()
+                r = expectimax(n.belief, n.outcome_of, n.spent, n.eligible, n.admission.admitted, depth, c.lik,
+                               c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values, merge=m,
+                               max_nodes=5_000_000)
+                out[m] = (r.value, r.nodes, r.merged, time.process_time() - t0)
+            same = out[True][0] == out[False][0]
+            rows.append({"section": "merge", "case": f"{name} {level}", "what": f"depth {depth}",
+                         "nodes_off": out[False][1], "nodes_on": out[True][1], "merges": out[True][2],
+                         "ms_off": round(out[False][3] * 1e3, 1), "ms_on": round(out[True][3] * 1e3, 1),
+                         "same": same})
+            log(f"merge {name} {level} d{depth}: nodes {out[False][1]} -> {out[True][1]} ({out[True][2]} merges), "
+                f"{out[False][3] * 1e3:.0f} -> {out[True][3] * 1e3:.0f} ms, same value {same}")
+
+
+def write(rows, command, elapsed):
+    OUT.mkdir(parents=True, exist_ok=True)
+    keys = []
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    with open(OUT / "engine.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    load = os.getloadavg()[0]
+    lines = ["# The planning engine (issue 20's targets)", "",
+             f"Produced by `{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+             f"{elapsed / 60:.1f} min; load average {load:.2f} at the end, on a shared 2-core machine: "
+             "CPU times, and only ratios measured moments apart are results). "
+             "Sections: the docstring of `bench/bench_engine.py`.", ""]
+    for section in dict.fromkeys(r["section"] for r in rows):
+        sub = [r for r in rows if r["section"] == section]
+        cols = [k for k in keys if any(k in r for r in sub) and k != "section"]
+        lines += [f"## {section}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join(str(r.get(k, "")) for k in cols) + " |" for r in sub]
+        lines.append("")
+    (OUT / "engine.md").write_text("\n".join(lines))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip")
+    args = ap.parse_args(argv)
+    skip = set(filter(None, args.skip.split(",")))
+    t0 = time.perf_counter()
+    rows: list = []
+
+    def log(msg):
+        print(msg, flush=True)
+
+    from lookahead import jit
+    from planner.warm import KERNEL_MODULES
+    if "cold" not in skip:
+        cold_start(rows, log)
+    jit.ensure_compiled(list(KERNEL_MODULES))  # the in-process sections measure the compiled tier
+    _root(8, 0, 1).search(3)  # load the kernels before any timing
+    Bounded().decide(_root(8, 0, 1))
+    for name, fn in (("certified", certified), ("invariant", invariant), ("scale", scale),
+                     ("reference", reference), ("merge", merge)):
+        if name not in skip:
+            fn(rows, log)
+    write(rows, "python3 bench/bench_engine.py" + (f" --skip {args.skip}" if args.skip else ""),
+          time.perf_counter() - t0)
+
+
+if __name__ == "__main__":
+    main()
