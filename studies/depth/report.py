@@ -256,7 +256,7 @@ def _peer_cell(peer_rows, cases, label=PEER_MAIN, col="diff_vs_ours") -> str:
 
 def regime_rows(cs: Cases, peer_rows, model_rows, *, depth="bounded", cheap=None):
     """One dict per region: counts, shares, gains, verdicts per price, cheap capture."""
-    from studies.depth.design import CHEAP
+    CHEAP = _specs("CHEAP")
 
     cheap = tuple(cheap or CHEAP)
     out = []
@@ -405,7 +405,7 @@ def _metrics_table(cs: Cases, peer_labels=()) -> list:
 
 
 def _latency_table(cs: Cases, peer_rows, unit="ms") -> list:
-    from studies.depth.design import DEPTH
+    DEPTH = _specs("DEPTH")
 
     head = "| policy | " + " | ".join(f"w = {_g(w)}" for w in (0.0,) + PRICES) + " |"
     L = [head, "|---" * (len(PRICES) + 2) + "|"]
@@ -460,7 +460,8 @@ def _regime_table(reg) -> list:
 
 
 def _model_table(cs: Cases, model_rows, peer_on: bool) -> list:
-    from studies.depth.design import CONSERVATIVE, MODEL_POLICIES
+    CONSERVATIVE = _specs("CONSERVATIVE")
+    MODEL_POLICIES = _specs("MODEL_POLICIES")
 
     pols = list(MODEL_POLICIES) + [f"conservative:{p}" for p in CONSERVATIVE]
     if peer_on:
@@ -507,7 +508,7 @@ def _model_table(cs: Cases, model_rows, peer_on: bool) -> list:
 
 
 def _frontier_table(frontier_rows) -> list:
-    from studies.depth.design import FRONTIER_POLICIES
+    FRONTIER_POLICIES = _specs("FRONTIER_POLICIES")
 
     levels = []
     for r in frontier_rows:
@@ -711,7 +712,8 @@ def make_plots(case_rows, peer_rows, model_rows, frontier_rows, out_dir) -> tupl
         return [], "Plots skipped: matplotlib is not installed (pip install matplotlib)."
     from pathlib import Path
 
-    from studies.depth.design import DEPTH, FRONTIER_POLICIES
+    DEPTH = _specs("DEPTH")
+    FRONTIER_POLICIES = _specs("FRONTIER_POLICIES")
 
     out_dir = Path(out_dir)
     case_rows, peer_rows, model_rows, frontier_rows = (parse_rows(x) for x in (case_rows, peer_rows, model_rows,
@@ -821,9 +823,40 @@ def _load(folder):
     return [read_csv(folder / n) if (folder / n).exists() else [] for n in names], meta
 
 
+#: The policy lists of the run being rendered, as ``meta.json`` recorded them (``study_specs``): a committed
+#: run renders with the lists it was run with, whatever the registry declares today.
+_RECORDED: dict = {}
+
+
+def _specs(name: str) -> tuple:
+    """The design's policy list `name` (``CHEAP``, ``DEPTH``, ...): the run's recorded one, else today's."""
+    if name in _RECORDED:
+        return tuple(_RECORDED[name])
+    import studies.depth.design as design
+
+    return tuple(getattr(design, name))
+
+
+def recorded_specs() -> dict:
+    """Today's policy lists, for a run's ``meta.json`` (``study_specs``)."""
+    import studies.depth.design as design
+
+    return {name: list(getattr(design, name)) for name in ("CHEAP", "DEPTH", "CONSERVATIVE", "MODEL_POLICIES",
+                                                            "FRONTIER_POLICIES")}
+
+
 def rerender(folder) -> str:
     """The report of a run folder rendered again from its CSVs and ``meta.json`` (it must equal ``report.md``)."""
     rows, meta = _load(folder)
+    _RECORDED.clear()
+    _RECORDED.update(meta.get("study_specs") or {})
+    try:
+        return _rerender(rows, meta)
+    finally:
+        _RECORDED.clear()
+
+
+def _rerender(rows, meta) -> str:
     tuning = meta.get("tuning")
     if tuning:
         tuning = dict(tuning, table={float(k): v for k, v in tuning["table"].items()})

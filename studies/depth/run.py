@@ -692,7 +692,10 @@ def run_study(*, quick: bool = False, out=None, workers: int | None = None, sche
                     "workers": workers if scheduler is None else f"dask {scheduler}", "cores": os.cpu_count(),
                     "python": platform.python_version(), "date": _dt.date.today().isoformat()}
             # what the report needs besides the CSVs, so that it can be rendered again from the folder alone
+            from studies.depth.report import recorded_specs
+
             info = {"command": command, "meta": meta, "peer_note": peer_note, "tuning": tuning,
+                    "study_specs": recorded_specs(),
                     "plots": plot_files, "plot_note": plot_note, "errors": res["errors"]}
             write_text(folder / "meta.json", json.dumps(info, indent=1) + "\n")
             files.append("meta.json")
