@@ -127,6 +127,8 @@ class Session:
         self._pending: tuple[Observe, Node] | None = None
         self.stop: Stop | None = None
         self.log_id: int | None = None
+        #: An agent integration's record (its mode, the shadow log), kept in the receipt's ``integration`` block.
+        self.integration: dict = {}
         self._log: OutcomeLog | None = None  # until the stop is logged
         self._owns_log = False
         if log is not None:
