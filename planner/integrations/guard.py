@@ -208,6 +208,11 @@ class Guard:
             self._log_shadow("call", tool=tool, observation=obs, recommended=recommended, advice=advice,
                              refused=reason, call_id=call_id)
             return Verdict(allowed=True, observation=obs, reason=reason, recommended=recommended)
+        if reason is not None:  # kept for the receipt (and the OpenTelemetry deny span)
+            row = {"step": len(s.steps), "observation": obs, "reason": reason}
+            if call_id is not None:
+                row["call_id"] = call_id
+            s.integration.setdefault("refused", []).append(row)
         return Verdict(allowed=reason is None, observation=obs, reason=reason, recommended=recommended)
 
     def _refusal(self, obs: str) -> str | None:
