@@ -186,6 +186,7 @@ class Guard:
         tools = list(tools)
         if self.mode != ENFORCE:
             return tools
+        self.advice()  # the planner's stop, if it stops here, closes every observation
         node = self.session.node
         c = self.session.compiled
         out = []
