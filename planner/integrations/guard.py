@@ -205,6 +205,9 @@ class Guard:
         advice = self.advice() if s.stop is None else s.stop
         recommended = advice.observation if isinstance(advice, Observe) else None
         reason = self._refusal(obs)
+        if call_id is not None and (reason is None or self.mode == SHADOW):  # the span's gen_ai.tool.call.id
+            s.integration.setdefault("calls", []).append({"step": len(s.steps), "observation": obs,
+                                                          "call_id": call_id})
         if self.mode == SHADOW:
             self._log_shadow("call", tool=tool, observation=obs, recommended=recommended, advice=advice,
                              refused=reason, call_id=call_id)

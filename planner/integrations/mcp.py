@@ -119,17 +119,26 @@ class GatingProxy:
 
         @asynccontextmanager
         async def lifespan(_server):
-            state = {"guard": proxy._open(), "client": None}
+            state = {"guard": proxy._open(), "client": None, "upstream_error": None}
+            upstream = Client(proxy.upstream)
             try:
-                async with Client(proxy.upstream) as client:
-                    state["client"] = client
+                state["client"] = await upstream.__aenter__()
+                try:
                     yield state
+                finally:
+                    try:
+                        await upstream.__aexit__(None, None, None)
+                    except Exception:  # noqa: BLE001 - the upstream is gone already; its calls were recorded
+                        pass
             finally:  # the client went away, or the upstream did: the receipt is written either way
                 proxy._finish(state["guard"])
 
         async def list_tools(ctx, params):
             state = ctx.lifespan_context
-            upstream = await state["client"].list_tools()
+            try:
+                upstream = await state["client"].list_tools()
+            except Exception:  # noqa: BLE001 - a dead upstream has no tools to offer
+                return types.ListToolsResult(tools=[])
             offered = set(state["guard"].offered([t.name for t in upstream.tools]))
             return types.ListToolsResult(tools=[t for t in upstream.tools if t.name in offered])
 

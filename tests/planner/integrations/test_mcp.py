@@ -1,0 +1,121 @@
+"""The MCP gating proxy against real upstream servers (in memory and over stdio) through a real client."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client, StdioServerParameters  # noqa: E402
+
+import planner  # noqa: E402
+from planner.integrations.mcp import GatingProxy  # noqa: E402
+from planner.integrations.shadow import shadow_report  # noqa: E402
+from planner.io.store import open_log  # noqa: E402
+from planner.session.replay import replay  # noqa: E402
+
+UPSTREAM = Path(__file__).with_name("upstream_payments.py")
+MAP = {"approval_registry": lambda r: r["status"]}
+
+
+def stdio(**env):
+    import os
+    return StdioServerParameters(command=sys.executable, args=[str(UPSTREAM)], env={**os.environ, **env})
+
+
+def in_memory():
+    sys.path.insert(0, str(UPSTREAM.parent))
+    try:
+        import upstream_payments
+    finally:
+        sys.path.pop(0)
+    return upstream_payments.server
+
+
+async def _session(proxy, calls):
+    out = []
+    async with Client(proxy.server()) as client:
+        out.append(sorted(t.name for t in (await client.list_tools()).tools))
+        for name in calls:
+            r = await client.call_tool(name, {"invoice": "A1"})
+            out.append((name, r.is_error, r.content[0].text if r.content else None))
+        out.append(sorted(t.name for t in (await client.list_tools()).tools))
+    return out
+
+
+def test_list_tools_shows_the_admitted_and_a_refused_call_gets_the_reason(payment):
+    proxy = GatingProxy(payment, in_memory(), mappers=MAP)
+    out = asyncio.run(_session(proxy, ["mailbox_sweep", "approval_registry"]))
+    assert out[0] == ["approval_registry", "manager_message"]
+    assert out[1] == ("mailbox_sweep", True, "refused by the evidence planner: permission denied")
+    assert out[2][:2] == ("approval_registry", False)
+    assert out[3] == []          # the planner stopped: nothing is worth acquiring any more
+    [receipt] = proxy.receipts
+    assert [(s["acquired"], s["outcome"]) for s in receipt["steps"]] == [("approval_registry", "pending")]
+    assert receipt["final"]["stop_reason"] == "no_positive_value"
+    assert replay(receipt, payment)[0]
+
+
+def test_a_stdio_upstream_each_connection_its_own_session_logged(payment, tmp_path):
+    log = tmp_path / "log.db"
+    proxy = GatingProxy(payment, stdio(APPROVAL="approved"), mappers=MAP, log=log)
+    asyncio.run(_session(proxy, ["approval_registry"]))
+    asyncio.run(_session(proxy, []))  # a client that disconnects at once
+    assert [r["final"]["stop_reason"] for r in proxy.receipts] == ["evidence_complete", "ended_by_caller"]
+    with open_log(log, create=False) as opened:
+        rows = opened.sessions()
+    assert [(r.action, r.reason, len(r.acquisitions)) for r in rows] == [("release", "evidence_complete", 1),
+                                                                          ("hold", "ended_by_caller", 0)]
+
+
+def test_an_upstream_that_dies_mid_call_is_unavailable_and_the_receipt_survives(payment, tmp_path):
+    log = tmp_path / "log.db"
+    proxy = GatingProxy(payment, stdio(UPSTREAM_DIES="1"), mappers=MAP, log=log)
+    out = asyncio.run(_session(proxy, ["approval_registry"]))
+    name, is_error, text = out[1]
+    assert is_error and text.startswith("the upstream server raised ")
+    [receipt] = proxy.receipts
+    assert receipt["steps"][0]["outcome"] == "unavailable"
+    with open_log(log, create=False) as opened:
+        [row] = opened.sessions()
+    assert row.complete and row.acquisitions[0].outcome == "unavailable"
+    assert replay(receipt, payment)[0]
+
+
+def test_shadow_mode_passes_every_call_and_the_report_reads_the_log(payment, tmp_path):
+    log = tmp_path / "log.db"
+    proxy = GatingProxy(payment, in_memory(), mode="shadow", mappers=MAP, log=log)
+    out = asyncio.run(_session(proxy, ["manager_message", "mailbox_sweep"]))
+    assert out[0] == ["approval_registry", "mailbox_sweep", "manager_message"]
+    assert [o[1] for o in out[1:3]] == [False, False]
+    asyncio.run(_session(proxy, ["approval_registry"]))
+    with open_log(log, create=False) as opened:
+        report = shadow_report([r.receipt for r in opened.sessions()])
+    assert report.sessions == 2 and report.decisions == 5
+    assert report.agreements == 2                       # the registry call, and the end of that session
+    assert report.refusals == (("permission denied", 1),)
+    assert report.added == (("approval_registry", 1),)
+    lo, hi = report.interval
+    assert lo <= report.mean_loss_difference <= hi and report.loss_differences[1] == pytest.approx(0.0)
+    assert report.loss_differences[0] > 0
+
+
+def test_the_cli_prints_the_report_and_draws_it(payment, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from planner.cli import main
+    log = tmp_path / "log.db"
+    proxy = GatingProxy(payment, in_memory(), mode="shadow", mappers=MAP, log=log)
+    asyncio.run(_session(proxy, ["manager_message"]))
+    asyncio.run(_session(proxy, ["approval_registry"]))
+    assert main(["shadow-report", str(log), "--png", str(tmp_path / "s.png")]) == 0
+    text = capsys.readouterr().out
+    assert text.splitlines()[0] == "shadow sessions 2  decisions 4  agreement 2/4 (50.0%)"
+    assert "would add: approval_registry (1 sessions)" in text
+    assert (tmp_path / "s.png").stat().st_size > 1000
+    with pytest.raises(SystemExit) as exit_:      # no upstream command: argparse's one line, status 2
+        main(["mcp-proxy", "payment_release"])
+    assert exit_.value.code == 2
