@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 
 from planner.cli.common import Once, add_caller_args, caller_from_args, policy_from_args
 from planner.errors import PlannerError
@@ -25,7 +26,9 @@ def cmd_mcp_proxy(args) -> int:
     if not command:
         raise PlannerError("mcp-proxy: give the upstream server's command after --")
     domain = load_domain(args.domain)
-    proxy = GatingProxy(domain, StdioServerParameters(command=command[0], args=command[1:]), mode=args.mode,
+    # the upstream inherits the proxy's environment (its keys and settings), as a command wrapper's child would
+    upstream = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    proxy = GatingProxy(domain, upstream, mode=args.mode,
                         policy=policy_from_args(args.policy, args), caller=caller_from_args(args), log=args.log)
     asyncio.run(proxy.serve_stdio())
     return 0

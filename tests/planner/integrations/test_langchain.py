@@ -186,3 +186,43 @@ def test_bad_names_fail_at_construction_in_one_line(payment):
         PlannerMiddleware(payment, mode="enforced")
     with pytest.raises(planner.SessionError, match=r"^mappers: unknown observation 'registry'$"):
         PlannerMiddleware(payment, mappers={"registry": str})
+
+
+def test_a_human_in_the_loop_edit_resumed_from_a_checkpoint_is_gated_and_recorded_as_edited(payment):
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    seen = []
+    model = Scripted(responses=[call("approval_registry", 1), AIMessage(content="never reached")])
+    mw = PlannerMiddleware(payment, mappers={"approval_registry": lambda r: seen.append(r) or r["status"]})
+    agent = create_agent(model, make_tools(), checkpointer=InMemorySaver(),
+                         middleware=[HumanInTheLoopMiddleware({"approval_registry": True}), mw])
+    config = {"configurable": {"thread_id": "review-1"}}
+    paused = agent.invoke({"messages": [{"role": "user", "content": "release invoice A1?"}]}, config)
+    assert paused["__interrupt__"] and seen == []                 # nothing ran, nothing recorded
+    edit = {"type": "edit", "edited_action": {"name": "approval_registry", "args": {"invoice": "B2"}}}
+    out = agent.invoke(Command(resume={"decisions": [edit]}), config)
+    assert seen == [{"status": "pending", "invoice": "B2"}]        # the edited call is the one gated and recorded
+    receipt = out["planner_receipt"]
+    assert [(s["acquired"], s["outcome"]) for s in receipt["steps"]] == [("approval_registry", "pending")]
+    assert receipt["final"]["stop_reason"] == "no_positive_value" and len(mw.receipts) == 1
+    assert replay(receipt, payment)[0]
+
+
+def test_each_thread_has_its_own_session_and_async_runs_work(payment):
+    model = Scripted(responses=[call("approval_registry", 1), call("approval_registry", 2)])
+    mw = PlannerMiddleware(payment, mappers={"approval_registry": lambda r: r["status"]})
+    agent = create_agent(model, make_tools(), middleware=[mw])
+
+    async def both():
+        a = await agent.ainvoke({"messages": [{"role": "user", "content": "A1?"}]}, {"configurable": {"thread_id": "a"}})
+        b = await agent.ainvoke({"messages": [{"role": "user", "content": "B2?"}]}, {"configurable": {"thread_id": "b"}})
+        return a, b
+
+    import asyncio
+    a, b = asyncio.run(both())
+    for out in (a, b):
+        assert [s["acquired"] for s in out["planner_receipt"]["steps"]] == ["approval_registry"]
+        assert replay(out["planner_receipt"], payment)[0]
+    assert len(mw.receipts) == 2

@@ -119,3 +119,41 @@ def test_the_cli_prints_the_report_and_draws_it(payment, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:      # no upstream command: argparse's one line, status 2
         main(["mcp-proxy", "payment_release"])
     assert exit_.value.code == 2
+
+
+@pytest.mark.slow
+def test_planner_mcp_proxy_over_stdio_with_a_result_block(tmp_path):
+    """The command, as an MCP client launches it: stdio in front of a stdio upstream; the domain maps the records."""
+    import json
+    import os
+
+    import yaml
+    raw = yaml.safe_load((planner.DOMAINS / "payment_release.yaml").read_text())
+    raw.pop("checks", None)
+    raw["observations"]["approval_registry"]["result"] = {"field": "status",
+                                                          "values": {"approved": "approved", "pending": "pending"}}
+    domain_file = tmp_path / "payment.json"
+    domain_file.write_text(json.dumps(raw))
+    log = tmp_path / "log.db"
+    root = Path(__file__).resolve().parents[3]
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "planner.cli", "mcp-proxy", str(domain_file), "--log", str(log), "--", sys.executable,
+              str(UPSTREAM)],
+        env={**os.environ, "PYTHONPATH": str(root), "APPROVAL": "approved"}, cwd=str(root))
+
+    async def client():
+        async with Client(params) as c:
+            names = sorted(t.name for t in (await c.list_tools()).tools)
+            refused = await c.call_tool("mailbox_sweep", {"invoice": "A1"})
+            ok = await c.call_tool("approval_registry", {"invoice": "A1"})
+            return names, refused, ok
+
+    names, refused, ok = asyncio.run(client())
+    assert names == ["approval_registry", "manager_message"]
+    assert refused.is_error and refused.content[0].text == "refused by the evidence planner: permission denied"
+    assert not ok.is_error
+    with open_log(log, create=False) as opened:
+        [row] = opened.sessions()
+    assert (row.action, row.reason) == ("release", "evidence_complete")
+    assert replay(row.receipt, planner.load_domain(domain_file))[0]
