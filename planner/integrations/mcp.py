@@ -156,6 +156,10 @@ class GatingProxy:
                 note = "the upstream server " + failure_note(e)
                 g.record(name, None, failed=True, note=note)
                 return _error(note)
+            except BaseException as e:
+                # cancelled (the client went away mid-call): the call was made, so it is charged, as unavailable
+                g.record(name, None, failed=True, note=f"interrupted ({type(e).__name__}): the client went away")
+                raise
             if getattr(result, "is_error", False):
                 text = read_result(result)
                 g.record(name, None, failed=True, note=f"the upstream tool reported an error: {str(text)[:200]}")

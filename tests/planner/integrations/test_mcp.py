@@ -157,3 +157,38 @@ def test_planner_mcp_proxy_over_stdio_with_a_result_block(tmp_path):
         [row] = opened.sessions()
     assert (row.action, row.reason) == ("release", "evidence_complete")
     assert replay(row.receipt, planner.load_domain(domain_file))[0]
+
+
+def test_a_client_that_disconnects_mid_call_leaves_the_call_charged_and_the_receipt_logged(payment, tmp_path):
+    import mcp_types as types
+    from mcp.server import Server
+
+    started = asyncio.Event()
+
+    async def list_tools(ctx, params):
+        return types.ListToolsResult(tools=[types.Tool(name=n, input_schema={"type": "object"})
+                                            for n in ("approval_registry", "manager_message")])
+
+    async def call_tool(ctx, params):
+        started.set()
+        await asyncio.Event().wait()          # the registry never answers
+
+    log = tmp_path / "log.db"
+    proxy = GatingProxy(payment, Server("slow", on_list_tools=list_tools, on_call_tool=call_tool), log=log)
+
+    async def client_goes_away():
+        async with Client(proxy.server()) as client:
+            call = asyncio.create_task(client.call_tool("approval_registry", {}))
+            await started.wait()
+            call.cancel()
+        # leaving the block disconnects
+
+    asyncio.run(client_goes_away())
+    [receipt] = proxy.receipts
+    [step] = receipt["steps"]
+    assert step["outcome"] == "unavailable" and step["tool_note"].startswith("interrupted (")
+    assert receipt["final"]["stop_reason"] == "no_positive_value"   # after the lost call nothing is worth its cost
+    with open_log(log, create=False) as opened:
+        [row] = opened.sessions()
+    assert row.complete and [a.outcome for a in row.acquisitions] == ["unavailable"]
+    assert replay(receipt, payment)[0]
