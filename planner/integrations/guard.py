@@ -222,16 +222,16 @@ class Guard:
     def _refusal(self, obs: str) -> str | None:
         """The one-line reason the gates refuse `obs` now, redacted for the caller; None if eligible."""
         s = self.session
-        if s.stop is not None:
-            return f"the planner has stopped ({s.stop.reason}): decision {s.stop.action}"
         c = s.compiled
         o = c.obs_index(obs)
-        if s.node.eligible[o]:
-            return None
-        reasons = s.node.reasons[o]
-        if not reasons:
-            return "already acquired in this session"
-        return reason_for(reasons[0], s.domain, s.caller.entitlements)
+        if not s.node.eligible[o]:  # the gate's own reason first, stopped or not
+            reasons = s.node.reasons[o]
+            if not reasons:
+                return "already acquired in this session"
+            return reason_for(reasons[0], s.domain, s.caller.entitlements)
+        if s.stop is not None:
+            return f"the planner has stopped ({s.stop.reason}): decision {s.stop.action}"
+        return None
 
     # -- results ---------------------------------------------------------
     def record(self, tool: str, record: Any, *, note: str | None = None, failed: bool = False) -> str | None:

@@ -9,7 +9,10 @@ plans on the domain at every model turn:
   ``tool_choice`` set to its tool) or recommends it (``choice="recommend"``:
   one line added to the system message);
 - ``wrap_tool_call`` gates every call as it is executed, so a call edited
-  after the model made it (by a human-in-the-loop step) is gated as edited; a
+  after the model made it (by a human-in-the-loop step placed before this
+  middleware in the list) is gated as edited; in enforce mode the domain's
+  tools run one at a time (parallel calls of one turn are gated on what the
+  earlier ones spent, so together they cannot breach a limit); a
   refused call returns a ``ToolMessage`` (status ``error``) with the one-line
   reason, redacted for the caller; a call that goes through has its result
   mapped to an outcome and recorded;
@@ -145,6 +148,9 @@ class PlannerMiddleware(AgentMiddleware):
               mappers=self.mappers)  # bad names fail here, at construction, in one line
         self._guards: dict[str, Guard] = {}
         self._reported: set = set()
+        self._call_lock = threading.Lock()
+        self._async_locks: dict = {}
+        self._async_loops: dict = {}
         self._lock = threading.RLock()
         self.receipts: list[dict] = []  #: every finished session's receipt, in order
 
@@ -222,6 +228,12 @@ class PlannerMiddleware(AgentMiddleware):
             return request.override(**overrides)
 
     def wrap_tool_call(self, request, handler):
+        if not self._serialized(request):
+            return self._tool_call(request, handler)
+        with self._call_lock:  # gate, call and record as one step: parallel calls cannot overspend together
+            return self._tool_call(request, handler)
+
+    def _tool_call(self, request, handler):
         refused, g, name = self._gate(request)
         if refused is not None:
             return refused
@@ -234,6 +246,12 @@ class PlannerMiddleware(AgentMiddleware):
         return result
 
     async def awrap_tool_call(self, request, handler):
+        if not self._serialized(request):
+            return await self._atool_call(request, handler)
+        async with self._async_lock():
+            return await self._atool_call(request, handler)
+
+    async def _atool_call(self, request, handler):
         refused, g, name = self._gate(request)
         if refused is not None:
             return refused
@@ -244,6 +262,20 @@ class PlannerMiddleware(AgentMiddleware):
             raise
         self._record_message(g, name, result)
         return result
+
+    def _serialized(self, request) -> bool:
+        """Enforce mode runs the domain's tools one at a time (a call is gated on what the earlier ones spent)."""
+        return self.mode == ENFORCE and self.guard().observation_for(request.tool_call["name"]) is not None
+
+    def _async_lock(self):
+        import asyncio
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            lock = self._async_locks.get(id(loop))
+            if lock is None or self._async_loops.get(id(loop)) is not loop:
+                lock = self._async_locks[id(loop)] = asyncio.Lock()
+                self._async_loops[id(loop)] = loop
+            return lock
 
     def after_agent(self, state, runtime) -> dict | None:
         g = self.guard()

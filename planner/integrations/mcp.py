@@ -24,6 +24,7 @@ not gates: the proxy reads none of them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from contextlib import asynccontextmanager
 from typing import Any, Callable, Mapping
@@ -119,7 +120,7 @@ class GatingProxy:
 
         @asynccontextmanager
         async def lifespan(_server):
-            state = {"guard": proxy._open(), "client": None, "upstream_error": None}
+            state = {"guard": proxy._open(), "client": None, "lock": asyncio.Lock()}
             upstream = Client(proxy.upstream)
             try:
                 state["client"] = await upstream.__aenter__()
@@ -145,6 +146,12 @@ class GatingProxy:
         async def call_tool(ctx, params):
             state = ctx.lifespan_context
             g: Guard = state["guard"]
+            if proxy.mode == ENFORCE and g.observation_for(params.name) is not None:
+                async with state["lock"]:  # gate, call, record as one step: concurrent calls cannot overspend
+                    return await _call(ctx, state, g, params)
+            return await _call(ctx, state, g, params)
+
+        async def _call(ctx, state, g: Guard, params):
             name, args = params.name, dict(params.arguments or {})
             call_id = None if ctx.request_id is None else str(ctx.request_id)
             verdict = g.check(name, call_id=call_id)

@@ -226,3 +226,18 @@ def test_each_thread_has_its_own_session_and_async_runs_work(payment):
         assert [s["acquired"] for s in out["planner_receipt"]["steps"]] == ["approval_registry"]
         assert replay(out["planner_receipt"], payment)[0]
     assert len(mw.receipts) == 2
+
+
+def test_parallel_calls_of_one_turn_cannot_breach_a_limit_together(three_sources):
+    from langchain_core.tools import StructuredTool
+    domain = three_sources
+    tools = [StructuredTool.from_function(lambda: "yes", name=n, description=n) for n in ("s1", "s2", "s3")]
+    turn = AIMessage(content="", tool_calls=[{"name": n, "args": {}, "id": f"c{n}"} for n in ("s1", "s2", "s3")])
+    model = Scripted(responses=[turn, AIMessage(content="done")])
+    out = create_agent(model, tools, middleware=[PlannerMiddleware(domain, policy="one-step")]).invoke(
+        {"messages": [{"role": "user", "content": "go?"}]})
+    receipt = out["planner_receipt"]
+    assert len(receipt["steps"]) == 2 and receipt["steps"][-1]["after"]["budget"]["spent"]["calls"] == 2.0
+    refused = [m.content for m in out["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
+    assert refused == ["refused by the evidence planner: budget exceeded: calls"]
+    assert replay(receipt, domain)[0]

@@ -192,3 +192,29 @@ def test_a_client_that_disconnects_mid_call_leaves_the_call_charged_and_the_rece
         [row] = opened.sessions()
     assert row.complete and [a.outcome for a in row.acquisitions] == ["unavailable"]
     assert replay(receipt, payment)[0]
+
+
+def test_concurrent_calls_cannot_breach_a_limit_together(three_sources):
+    import mcp_types as types
+    from mcp.server import Server
+
+    async def list_tools(ctx, params):
+        return types.ListToolsResult(tools=[types.Tool(name=n, input_schema={"type": "object"}) for n in ("s1", "s2", "s3")])
+
+    async def call_tool(ctx, params):
+        await asyncio.sleep(0)
+        return types.CallToolResult(content=[types.TextContent(type="text", text="yes")])
+
+    domain = three_sources
+    proxy = GatingProxy(domain, Server("three", on_list_tools=list_tools, on_call_tool=call_tool), policy="one-step")
+
+    async def agent():
+        async with Client(proxy.server()) as client:
+            return await asyncio.gather(*(client.call_tool(n, {}) for n in ("s1", "s2", "s3")))
+
+    results = asyncio.run(agent())
+    assert sorted(r.is_error for r in results) == [False, False, True]
+    [refused] = [r.content[0].text for r in results if r.is_error]
+    assert refused == "refused by the evidence planner: budget exceeded: calls"
+    [receipt] = proxy.receipts
+    assert len(receipt["steps"]) == 2 and replay(receipt, domain)[0]
