@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NotRequired
 
 try:
     from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
@@ -45,7 +45,6 @@ try:
 except ImportError as e:  # pragma: no cover - the extra is missing
     raise ImportError("planner.integrations.langchain needs langchain>=1.0: "
                       "pip install 'evidence-planner[langchain]'") from e
-from typing_extensions import NotRequired
 
 from planner.integrations.guard import ENFORCE, Guard, check_mode
 from planner.errors import PlannerError

@@ -127,10 +127,10 @@ def plot_report(report: ShadowReport, path) -> None:
         raise PlannerError("the shadow report's PNG needs matplotlib: pip install 'evidence-planner[bench]'") from None
     fig, ax = plt.subplots(figsize=(6, 3.5))
     x = np.asarray(report.loss_differences)
-    ax.hist(x, bins=max(5, min(30, len(x))), color="#4c72b0")
-    ax.axvline(report.mean_loss_difference, color="black", linestyle="--", label="mean")
+    ax.hist(x, bins=max(5, min(30, len(x))), color="#4c72b0", zorder=2)
+    ax.axvline(report.mean_loss_difference, color="black", linestyle="--", label="mean", zorder=3)
     if report.interval:
-        ax.axvspan(*report.interval, color="grey", alpha=0.3, label="90% interval of the mean")
+        ax.axvspan(*report.interval, color="grey", alpha=0.25, label="90% interval of the mean", zorder=0)
     ax.set_xlabel("expected loss, agent minus planner (loss units per session)")
     ax.set_ylabel("sessions")
     ax.set_title(f"shadow: {report.sessions} sessions, agreement {100 * report.agreement_rate:.0f}%")

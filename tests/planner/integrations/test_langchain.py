@@ -241,3 +241,9 @@ def test_parallel_calls_of_one_turn_cannot_breach_a_limit_together(three_sources
     refused = [m.content for m in out["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
     assert refused == ["refused by the evidence planner: budget exceeded: calls"]
     assert replay(receipt, domain)[0]
+
+
+@pytest.fixture(scope="module")
+def three_sources():
+    import three_sources as module  # beside this file
+    return module.domain()

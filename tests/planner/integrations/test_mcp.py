@@ -218,3 +218,9 @@ def test_concurrent_calls_cannot_breach_a_limit_together(three_sources):
     assert refused == "refused by the evidence planner: budget exceeded: calls"
     [receipt] = proxy.receipts
     assert len(receipt["steps"]) == 2 and replay(receipt, domain)[0]
+
+
+@pytest.fixture(scope="module")
+def three_sources():
+    import three_sources as module  # beside this file
+    return module.domain()

@@ -1,14 +1,11 @@
-"""Fixtures of the integrations' tests."""
+"""A domain of three one-call sources under a limit of two calls (the integrations' concurrency tests)."""
 
 from __future__ import annotations
-
-import pytest
 
 import planner
 
 
-@pytest.fixture(scope="session")
-def three_sources():
+def domain():
     """Three informing sources of one call each, a limit of two calls, and a decision they can move."""
     lik = {"good": {"yes": 0.9, "no": 0.1}, "bad": {"yes": 0.2, "no": 0.8}}
     return planner.Domain.from_dict({
