@@ -19,7 +19,9 @@ plans on the domain at every model turn:
 - ``before_model`` ends the loop (``jump_to: end``) with the planner's
   decision as the final message when the planner stops (enforce mode);
 - ``after_agent`` ends the session (``ended_by_caller`` if the agent answered
-  before the planner stopped) and writes the receipt.
+  before the planner stopped) and writes the receipt; in enforce mode it adds
+  the planner's decision as the last message (the action the gates permit on
+  what was seen), whatever the agent's answer said.
 
 The receipt is kept in the agent state (``planner_receipt``) and, with a
 `log`, in the outcome log. One session per agent run and thread (the
@@ -278,8 +280,15 @@ class PlannerMiddleware(AgentMiddleware):
 
     def after_agent(self, state, runtime) -> dict | None:
         g = self.guard()
+        announced = g.stopped  # the planner's stop already ended the loop with its decision
         receipt = self._finish(g)
-        return None if receipt is None else {"planner_receipt": receipt}
+        if receipt is None:
+            return None
+        update = {"planner_receipt": receipt}
+        if g.mode == ENFORCE and not announced:
+            # the agent answered first: the decision the gates permit is the last word, whatever the answer said
+            update["messages"] = [AIMessage(content=decision_text(g.session.stop))]
+        return update
 
     # -- helpers ---------------------------------------------------------
     def _gate(self, request):

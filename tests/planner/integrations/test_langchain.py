@@ -145,9 +145,12 @@ def test_a_tool_that_raises_is_recorded_before_the_error_reaches_the_host(paymen
 
 
 def test_an_agent_that_answers_before_the_planner_stops_ends_the_session_by_caller(payment):
-    out, _, _ = run([AIMessage(content="Hold it.")])
+    out, _, _ = run([AIMessage(content="Release it.")])
     final = out["planner_receipt"]["final"]
     assert (final["action"], final["stop_reason"]) == ("hold", "ended_by_caller")
+    # enforce: the decision the gates permit is the last word, not the agent's answer
+    assert [m.content for m in out["messages"][-2:]] == [
+        "Release it.", "Decision: hold (expected loss 4.850; stop reason ended_by_caller)."]
     assert replay(out["planner_receipt"], payment) == (True, "match: 0 steps, ended by the caller at hold")
 
 
@@ -172,6 +175,7 @@ def test_shadow_mode_lets_everything_through_and_logs_what_the_planner_would_do(
     assert rows[0]["loss_difference"] > 0 and rows[2]["loss_difference"] > 0
     assert [s["acquired"] for s in receipt["steps"]] == ["manager_message"]
     assert receipt["final"]["stop_reason"] == "ended_by_caller"
+    assert out["messages"][-1].content == "Hold."      # shadow changes nothing the agent says
     assert replay(receipt, payment)[0]
 
 
