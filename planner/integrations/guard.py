@@ -46,6 +46,7 @@ answers, and the receipt replays.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Mapping
 
 import attrs
@@ -136,6 +137,7 @@ class Guard:
         self._names = names
         session.integration = {"mode": self.mode, "shadow": []} if mode == SHADOW else {"mode": self.mode}
         self._would_stop: Stop | None = None  # shadow: the planner's stop, while the agent goes on
+        self._open_calls: dict = {}  # observation -> its call's row in integration["calls"], until recorded
 
     # -- names -----------------------------------------------------------
     def observation_for(self, tool: str) -> str | None:
@@ -205,15 +207,18 @@ class Guard:
         advice = self.advice() if s.stop is None else s.stop
         recommended = advice.observation if isinstance(advice, Observe) else None
         reason = self._refusal(obs)
-        if call_id is not None and (reason is None or self.mode == SHADOW):  # the span's gen_ai.tool.call.id
-            s.integration.setdefault("calls", []).append({"step": len(s.steps), "observation": obs,
-                                                          "call_id": call_id})
+        if reason is None or self.mode == SHADOW:  # the call goes through: its id and times (the spans' figures)
+            row = {"step": len(s.steps), "observation": obs, "start_ns": time.time_ns()}
+            if call_id is not None:
+                row["call_id"] = call_id
+            s.integration.setdefault("calls", []).append(row)
+            self._open_calls[obs] = row
         if self.mode == SHADOW:
             self._log_shadow("call", tool=tool, observation=obs, recommended=recommended, advice=advice,
                              refused=reason, call_id=call_id)
             return Verdict(allowed=True, observation=obs, reason=reason, recommended=recommended)
         if reason is not None:  # kept for the receipt (and the OpenTelemetry deny span)
-            row = {"step": len(s.steps), "observation": obs, "reason": reason}
+            row = {"step": len(s.steps), "observation": obs, "reason": reason, "at_ns": time.time_ns()}
             if call_id is not None:
                 row["call_id"] = call_id
             s.integration.setdefault("refused", []).append(row)
@@ -246,6 +251,9 @@ class Guard:
         if self.mode == OFF or obs is None:
             return None
         s = self.session
+        call = self._open_calls.pop(obs, None)
+        if call is not None:
+            call["end_ns"] = time.time_ns()
         if failed:
             outcome = UNAVAILABLE
         else:

@@ -62,3 +62,21 @@ def test_results_are_included_only_when_asked(payment, spans):
     export_receipt(s.receipt(), tracer, include_results=True)
     [tool] = [x for x in exporter.get_finished_spans() if x.name.startswith("execute_tool")]
     assert tool.attributes["planner.outcome"] == "approved"
+
+
+def test_a_timed_call_keeps_its_times_and_its_parents_cover_it(payment, spans):
+    tracer, exporter = spans
+    g = Guard(planner.Session(payment), "enforce")
+    g.check("approval_registry", call_id="c1")
+    g.record("approval_registry", "approved")
+    g.finish()
+    receipt = g.receipt()
+    [call] = receipt["integration"]["calls"]
+    assert call["start_ns"] <= call["end_ns"]
+    export_receipt(receipt, tracer)
+    finished = exporter.get_finished_spans()
+    [tool] = [s for s in finished if s.name == "execute_tool approval_registry"]
+    assert (tool.start_time, tool.end_time) == (call["start_ns"], call["end_ns"])
+    [root] = [s for s in finished if s.parent is None]
+    for s in finished:
+        assert root.start_time <= s.start_time <= s.end_time <= root.end_time
