@@ -30,14 +30,14 @@ import importlib.metadata
 import os
 import sys
 
-from planner.cli import accept, bench, calibrate, domains, evaluate, log, receipts, session
+from planner.cli import accept, agents, bench, calibrate, domains, evaluate, log, receipts, session
 from planner.cli.common import Parser
 from planner.cli.format import format_table, format_trace
 from planner.errors import PlannerError, SearchCapError
 
 __all__ = ["main", "build_parser", "version", "format_trace", "format_table"]
 
-_GROUPS = (session, domains, receipts, evaluate, calibrate, log, accept, bench)
+_GROUPS = (session, domains, receipts, evaluate, calibrate, log, accept, bench, agents)
 
 
 def version() -> str:

@@ -79,6 +79,7 @@ from planner.model.parts import (
     Likelihood,
     Loss,
     Observation,
+    ResultRule,
     Prior,
     Proposition,
     Returned,
@@ -1312,7 +1313,25 @@ def _observation(oname: str, spec: dict, lik, outcomes, names: _Names, dims) -> 
         max_age_minutes=_opt_float(spec.get("max_age_minutes")), requires=requires,
         lineage=spec.get("lineage"), failure_rate=float(spec.get("failure_rate", 0.0)),
         relevance=_opt_float(spec.get("relevance")),
+        result=_result_rule(spec["result"], outcomes, path + ["result"]) if "result" in spec else None,
     )
+
+
+def _result_rule(spec: dict, outcomes, path) -> ResultRule:
+    """The ``result:`` block: every outcome it names is declared (or ``unavailable``), and it maps something."""
+    if not any(k in spec for k in ("values", "present", "absent")):
+        raise DomainError(path, "maps nothing: give values, present or absent")
+    allowed = tuple(outcomes) + (UNAVAILABLE,)
+    named = [(path + ["values", v], y) for v, y in spec.get("values", {}).items()]
+    named += [(path + [k], spec[k]) for k in ("present", "absent") if k in spec]
+    for where, y in named:
+        if y not in allowed:
+            raise DomainError(where, f"unknown outcome '{y}'" + _hint(y, allowed, "outcomes"))
+    field = tuple(spec["field"].split(".")) if "field" in spec else ()
+    if "" in field:
+        raise DomainError(path + ["field"], f"empty key in '{spec['field']}' (keys separated by single dots)")
+    return ResultRule(field=field, values=tuple(spec.get("values", {}).items()),
+                      present=spec.get("present"), absent=spec.get("absent"))
 
 
 def _product(sizes) -> tuple:

@@ -34,6 +34,7 @@ __all__ = [
     "Likelihood",
     "Action",
     "Budget",
+    "ResultRule",
     "Observation",
     "Check",
     "CalibratedRow",
@@ -237,6 +238,24 @@ class Budget:
 
 
 @attrs.frozen(kw_only=True)
+class ResultRule:
+    """How a tool's record maps to a declared outcome (the domain file's ``result:`` block).
+
+    `field` is the path of keys into the record (empty: the record itself);
+    `values` pairs ``(value as text, outcome)``; `present` is the outcome when
+    the field holds a value not listed (None: ``unavailable``, with a note);
+    `absent` the outcome when the field is missing or null (None: the same).
+    :func:`planner.session.tools.apply_rule` applies it; docs/domain-format.md
+    ("Tool results") states the rules.
+    """
+
+    field: tuple = attrs.field(converter=tuple, default=())
+    values: tuple = attrs.field(converter=_pairs, default=())
+    present: str | None = None
+    absent: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class Observation:
     """An observation (a tool call, a query, a document read).
 
@@ -259,6 +278,7 @@ class Observation:
     lineage: str | None = None
     failure_rate: float = 0.0
     relevance: float | None = None
+    result: ResultRule | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -137,6 +137,8 @@ def build_receipt(session, *, world=None, seed=None, source=None) -> dict:
         receipt["world"] = dict(world)
     if seed is not None:
         receipt["seed"] = int(seed)
+    if getattr(session, "integration", None):  # an agent integration's mode and shadow log (planner.integrations)
+        receipt["integration"] = _jsonable(session.integration)
     if session.stop is not None:
         receipt["final"] = final_summary(session, session.stop)
     return receipt

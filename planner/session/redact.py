@@ -69,7 +69,7 @@ from planner.policies import parse_policy
 from planner.session.receipt import SCHEMA_VERSION, json_path, quote, validate_receipt
 from planner.session.session import Session
 
-__all__ = ["HIDDEN", "may_see", "redact_receipt"]
+__all__ = ["HIDDEN", "may_see", "reason_for", "redact_receipt"]
 
 #: What a hidden observation's name (or outcome) is replaced by.
 HIDDEN = "(hidden)"
@@ -105,6 +105,21 @@ def may_see(observation, entitlements) -> bool:
     """
     held = Caller(entitlements=entitlements).entitlements
     return observation.entitlement is None or observation.entitlement in held
+
+
+def reason_for(reason, domain, entitlements) -> str:
+    """One gate reason as a consumer holding `entitlements` may read it (hidden observations masked).
+
+    An integration's refusal of a tool call says this, and nothing more.
+
+    >>> import planner
+    >>> from planner.gates.admission import Reason
+    >>> d = planner.load_domain("payment_release")
+    >>> reason_for(Reason(gate="entitlement"), d, [])
+    'permission denied'
+    """
+    hidden = frozenset(o.name for o in domain.observations if not may_see(o, entitlements))
+    return reason.text(lambda expr: str(_mask(expr, hidden)))
 
 
 class _Masked:

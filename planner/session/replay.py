@@ -214,4 +214,6 @@ def replay(receipt: dict, domain) -> tuple[bool, str]:
         return False, f"final: {msg}"
     if stop.reason == StopReason.INTERRUPTED:
         return True, f"match: {_steps(n)}, interrupted at {stop.action}"
+    if stop.reason == StopReason.ENDED_BY_CALLER:
+        return True, f"match: {_steps(n)}, ended by the caller at {stop.action}"
     return True, f"match: {_steps(n)}, final {stop.action} ({stop.reason})"

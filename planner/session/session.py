@@ -12,9 +12,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
-import queue
-import threading
 from typing import Callable, Mapping
 
 import attrs
@@ -27,6 +26,7 @@ from planner.node import Decision, Node, root_node
 from planner.policies import DEFAULT_POLICY, Policy, parse_policy
 from planner.session.receipt import build_receipt
 from planner.session.stop import Stop, StopReason, stop_at, stop_from_outside
+from planner.session.tools import Tool, ToolContext, acall_tool, call_tool, check_tools, to_outcome
 from planner.io.store import OutcomeLog, open_log
 
 __all__ = ["Session", "Observe", "Step"]
@@ -127,6 +127,8 @@ class Session:
         self._pending: tuple[Observe, Node] | None = None
         self.stop: Stop | None = None
         self.log_id: int | None = None
+        #: An agent integration's record (its mode, the shadow log), kept in the receipt's ``integration`` block.
+        self.integration: dict = {}
         self._log: OutcomeLog | None = None  # until the stop is logged
         self._owns_log = False
         if log is not None:
@@ -237,13 +239,24 @@ class Session:
         self.steps.append(Step(before=node, after=after, asked=asked, chosen=chosen, acquired=name, outcome=outcome,
                                unplanned=bool(unplanned), note=note))
 
-    def run(self, tools: Mapping[str, Callable[[], str]], *, timeout: float | None = None,
-            max_steps: int = 10_000) -> Stop:
-        """Run to the stop, calling ``tools[name]()`` for each acquisition.
+    def run(self, tools: Mapping[str, Callable | Tool], *, context: Mapping | None = None,
+            timeout: float | None = None, max_steps: int = 10_000) -> Stop:
+        """Run to the stop, calling ``tools[name]`` for each acquisition.
+
+        `tools` maps observation names to callables or :class:`~planner.session.tools.Tool`
+        objects (a tool with its own mapper and timeout). The whole mapping is
+        checked before the first call (:func:`~planner.session.tools.check_tools`):
+        an unknown name gets a did-you-mean, and every observation the gates
+        admit needs a tool. A tool that takes a required positional parameter
+        is called with a :class:`~planner.session.tools.ToolContext` (the
+        caller, the observation, ``context["subject"]`` and `context` itself as
+        ``args``); its record is mapped to an outcome by the tool's mapper, the
+        domain's ``result:`` block, or taken as the outcome's name
+        (:func:`~planner.session.tools.to_outcome`).
 
         Any tool can fail; the session never does because of it. A tool that
-        raises, takes longer than `timeout` seconds, or returns something that
-        is not one of the observation's declared outcomes yields
+        raises, takes longer than its timeout (the Tool's, else `timeout`
+        seconds), or whose record maps to no declared outcome yields
         ``unavailable``: the call is charged, establishes nothing, and the
         receipt keeps what went wrong (``note``) and whether the model allowed
         for the failure (``unplanned``). A tool that raises ``KeyboardInterrupt``
@@ -256,69 +269,99 @@ class Session:
         so a timed-out tool keeps running in the background until it returns,
         but it never keeps the process from exiting. (A process pool could kill
         it, but would require tools that pickle and would pay a process start
-        per call.)
+        per call.) :meth:`arun` is the async twin.
         """
+        table = check_tools(self.domain, self.admission.admitted, tools, allow_async=False)
         for _ in range(max_steps):
             step = self.next()
             if isinstance(step, Stop):
                 return step
-            fn = tools.get(step.observation)
-            if fn is None:
-                raise SessionError(f"no tool given for observation '{step.observation}'")
+            tool = table[step.observation]
             try:
-                outcome, note = _call_tool(fn, timeout)
+                record, note, failed = call_tool(tool, self._tool_context(step.observation, context), timeout)
             except KeyboardInterrupt:
                 self.record(step.observation, UNAVAILABLE, note="interrupted (KeyboardInterrupt)")
                 return self._interrupt()
-            c = self.compiled
-            o = c.obs_index(step.observation)
-            if outcome not in c.outcome_names[o]:
-                note = f"the tool returned {outcome!r}, which is not a declared outcome"
-                outcome = UNAVAILABLE
-            self.record(step.observation, outcome, note=note)
+            self._record_result(step.observation, tool, record, note, failed)
         raise SessionError(f"no stop after {max_steps} steps")  # pragma: no cover - budgets end runs first
+
+    async def arun(self, tools: Mapping[str, Callable | Tool], *, context: Mapping | None = None,
+                   timeout: float | None = None, max_steps: int = 10_000) -> Stop:
+        """The async twin of :meth:`run`: ``async`` tools are awaited, plain ones run in a worker thread.
+
+        Timeouts are :func:`asyncio.wait_for`'s, per tool (the Tool's, else
+        `timeout`): an async tool is cancelled at its timeout and gives
+        ``unavailable``. If the run itself is cancelled (``asyncio.CancelledError``)
+        or interrupted while a tool runs, the call is recorded as ``unavailable``,
+        the session stops ``interrupted`` (its receipt and log rows are
+        written), and the cancellation propagates.
+
+        >>> import asyncio, planner
+        >>> async def registry(ctx):
+        ...     return {"status": "approved"}
+        >>> s = planner.Session(planner.load_domain("payment_release"))
+        >>> tools = {"approval_registry": Tool(registry, mapper=lambda r: r["status"]),
+        ...          "manager_message": lambda: "unclear"}
+        >>> asyncio.run(s.arun(tools)).action
+        'release'
+        """
+        table = check_tools(self.domain, self.admission.admitted, tools, allow_async=True)
+        for _ in range(max_steps):
+            step = self.next()
+            if isinstance(step, Stop):
+                return step
+            tool = table[step.observation]
+            try:
+                record, note, failed = await acall_tool(tool, self._tool_context(step.observation, context), timeout)
+            except (KeyboardInterrupt, asyncio.CancelledError) as e:
+                self.record(step.observation, UNAVAILABLE, note=f"interrupted ({type(e).__name__})")
+                self._interrupt()
+                raise
+            self._record_result(step.observation, tool, record, note, failed)
+        raise SessionError(f"no stop after {max_steps} steps")  # pragma: no cover - budgets end runs first
+
+    def _tool_context(self, observation: str, context: Mapping | None, call_id: str | None = None) -> ToolContext:
+        args = dict(context or {})
+        subject = args.get("subject")
+        return ToolContext(observation=observation, caller=self.caller,
+                           subject=None if subject is None else str(subject), args=args, call_id=call_id)
+
+    def _record_result(self, name: str, tool: Tool | None, record, note, failed: bool) -> str:
+        """Record what a tool gave: its record mapped to an outcome, or ``unavailable`` with the note."""
+        if failed:
+            outcome = UNAVAILABLE
+        else:
+            outcome, note = to_outcome(self.domain.observation(name), record, tool.mapper if tool else None)
+        self.record(name, outcome, note=note)
+        return outcome
+
+    def end(self, reason: str = StopReason.ENDED_BY_CALLER) -> Stop:
+        """End the session from outside the policy: the host stopped the loop (reason ``ended_by_caller``).
+
+        An agent that answers before the planner would have stopped, or an MCP
+        client that disconnects, ends its session here: the action is the best
+        permitted one on what was seen so far, the receipt and the log's stop
+        are written, and replay rebuilds the stop the same way. A session
+        already stopped returns its stop unchanged.
+
+        >>> import planner
+        >>> s = planner.Session(planner.load_domain("payment_release"))
+        >>> s.end().reason, s.end().action
+        ('ended_by_caller', 'hold')
+        """
+        if self.stop is not None:
+            self._log_stop()
+            return self.stop
+        self._pending = None
+        self.stop = stop_from_outside(self.node, reason)
+        self._log_stop()
+        return self.stop
 
     def _interrupt(self) -> Stop:
         """Stop where the session stands (no policy asked: an empty candidate table)."""
-        self.stop = stop_from_outside(self.node, StopReason.INTERRUPTED)
-        self._log_stop()
-        return self.stop
+        return self.end(StopReason.INTERRUPTED)
 
     def receipt(self, **extra) -> dict:
         """The decision receipt (JSON-ready dict); see :mod:`planner.session.receipt`."""
         return build_receipt(self, **extra)
 
-
-def _call_tool(fn, timeout) -> tuple:
-    """``(outcome, note)``: the tool's answer, or ``unavailable`` and what went wrong.
-
-    ``KeyboardInterrupt`` propagates (the session stops on it).
-    """
-    if timeout is None:
-        try:
-            return fn(), None
-        except Exception as e:  # noqa: BLE001 - any tool failure is an unknown outcome
-            return UNAVAILABLE, _failure(e)
-    answer: queue.Queue = queue.Queue(maxsize=1)
-
-    def work():
-        try:
-            answer.put(("ok", fn()))
-        except BaseException as e:  # noqa: BLE001 - reported to the caller's thread
-            answer.put(("error", e))
-
-    threading.Thread(target=work, name="planner-tool", daemon=True).start()
-    try:
-        kind, value = answer.get(timeout=timeout)
-    except queue.Empty:
-        return UNAVAILABLE, f"timed out after {timeout:g} s"
-    if kind == "ok":
-        return value, None
-    if isinstance(value, KeyboardInterrupt):
-        raise value
-    return UNAVAILABLE, _failure(value)
-
-
-def _failure(e: BaseException) -> str:
-    text = str(e).splitlines()[0] if str(e) else ""
-    return f"raised {type(e).__name__}" + (f": {text[:200]}" if text else "")

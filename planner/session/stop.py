@@ -3,7 +3,7 @@
 Every stop reason is either *derived* here, by :func:`stop_at`, from the node
 and the policy's decision (the session and exact evaluation both call it, so
 an evaluated stop is the one a live session records), or *set from outside* by
-the session itself (``interrupted``). The table of reasons, what each carries
+the session itself (``interrupted``, ``ended_by_caller``). The table of reasons, what each carries
 and how replay treats it, is in ``docs/CONTRIBUTING.md`` ("Adding a stop reason").
 
 >>> import planner
@@ -41,7 +41,10 @@ class StopReason:
       retrieval; top-k used its k), whatever value was left. A baseline needs
       an honest label that is none of the above;
     - ``interrupted``: :meth:`Session.run` was interrupted (``KeyboardInterrupt``
-      in a tool): the action is the best permitted one on what was seen so far.
+      in a tool): the action is the best permitted one on what was seen so far;
+    - ``ended_by_caller``: the host ended the loop before the policy stopped
+      (:meth:`Session.end`: an agent that answered, an MCP client that
+      disconnected); the action is the best permitted one on what was seen.
     """
 
     EVIDENCE_COMPLETE = "evidence_complete"
@@ -51,11 +54,12 @@ class StopReason:
     NO_ADMISSIBLE_OBSERVATION = "no_admissible_observation"
     POLICY_LIMIT = "policy_limit"
     INTERRUPTED = "interrupted"
+    ENDED_BY_CALLER = "ended_by_caller"
 
 
 STOP_REASONS = (StopReason.EVIDENCE_COMPLETE, StopReason.NO_POSITIVE_VALUE, StopReason.BUDGET_EXHAUSTED,
                 StopReason.ESCALATED, StopReason.NO_ADMISSIBLE_OBSERVATION, StopReason.POLICY_LIMIT,
-                StopReason.INTERRUPTED)
+                StopReason.INTERRUPTED, StopReason.ENDED_BY_CALLER)
 
 
 @attrs.frozen(kw_only=True)
@@ -124,7 +128,7 @@ def _budget_block(node: Node) -> str | None:
 
 
 #: The reasons the session sets from outside the policy (no policy was asked; replay does not ask it either).
-SET_FROM_OUTSIDE = (StopReason.INTERRUPTED,)
+SET_FROM_OUTSIDE = (StopReason.INTERRUPTED, StopReason.ENDED_BY_CALLER)
 
 
 def stop_from_outside(node: Node, reason: str) -> Stop:

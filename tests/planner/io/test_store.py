@@ -119,7 +119,7 @@ def test_an_interrupted_run_is_logged_as_interrupted(payment, path):
         raise KeyboardInterrupt
 
     s = planner.Session(payment, log=path)
-    stop = s.run({"approval_registry": interrupt})
+    stop = s.run({"approval_registry": interrupt, "manager_message": lambda: "unclear"})
     assert stop.reason == "interrupted"
     with open_log(path) as log:
         [row] = log.sessions()

@@ -44,7 +44,7 @@ def test_a_tool_that_raises_without_a_declared_failure_rate_is_an_unplanned_unav
 def test_a_planned_failure_is_not_labelled_unplanned():
     d = planner.load_domain("tool_outage")
     s = planner.Session(d)
-    s.run({"kyc_provider_api": _down, "secondary_kyc_provider": lambda: "verified"},)
+    s.run({"kyc_provider_api": _down, "secondary_kyc_provider": lambda: "verified", "selfie_match": lambda: "match"})
     assert s.steps[0].outcome == "unavailable" and not s.steps[0].unplanned
     assert "unplanned" not in s.receipt()["steps"][0]
 
@@ -90,7 +90,7 @@ def test_keyboard_interrupt_in_a_tool_stops_cleanly_with_a_receipt(payment, time
     def interrupted():
         raise KeyboardInterrupt
 
-    stop = s.run({"approval_registry": interrupted}, timeout=timeout)
+    stop = s.run({"approval_registry": interrupted, "manager_message": lambda: "unclear"}, timeout=timeout)
     assert stop.reason == "interrupted" and stop.action == "hold"
     assert s.steps[0].outcome == "unavailable" and s.steps[0].note == "interrupted (KeyboardInterrupt)"
     c = s.compiled

@@ -1,0 +1,308 @@
+"""Tools that take arguments and return records, and the mappers that turn records into outcomes.
+
+A tool is what an observation calls at run time: a callable given to
+:meth:`planner.session.session.Session.run` (or awaited by ``arun``). It is
+called with a :class:`ToolContext` (the caller, the observation, the
+subject and whatever the application passes) when it takes a required
+positional parameter, and with nothing otherwise (the zero-argument tools of before
+keep working). It returns a *record*: anything. The record becomes one of the
+observation's declared outcomes through, in order,
+
+1. the observation's Python mapper, ``Tool(fn, mapper=record -> outcome)``;
+2. else the domain file's ``result:`` block (:class:`planner.model.parts.ResultRule`,
+   applied by :func:`apply_rule`);
+3. else the record itself, which must then be a declared outcome's name.
+
+A mapper that raises, or gives something that is not a declared outcome, gives
+``unavailable`` with a note saying what went wrong, exactly as a tool that
+fails does (:func:`to_outcome`).
+
+>>> import planner
+>>> d = planner.load_domain("payment_release")
+>>> s = planner.Session(d)
+>>> tools = {"approval_registry": Tool(lambda ctx: {"status": "PENDING", "id": ctx.subject},
+...                                    mapper=lambda r: r["status"].lower()),
+...          "manager_message": lambda: "unclear"}
+>>> s.run(tools, context={"subject": "invoice-118"}).action
+'hold'
+>>> s.steps[0].acquired, s.steps[0].outcome
+('approval_registry', 'pending')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import inspect
+import queue
+import threading
+from typing import Any, Callable, Mapping
+
+import attrs
+
+from planner.errors import SessionError
+from planner.model.caller import Caller
+from planner.model.parts import UNAVAILABLE, ResultRule
+
+__all__ = ["ToolContext", "Tool", "apply_rule", "to_outcome", "check_tools", "call_tool", "acall_tool",
+           "failure_note"]
+
+
+@attrs.frozen(kw_only=True)
+class ToolContext:
+    """What a tool is called with.
+
+    Attributes
+    ----------
+    observation : str
+        The observation being acquired.
+    caller : Caller
+        Who asks (entitlements, purpose, decision time, limit overrides).
+    subject : str or None
+        The subject of the decision (an invoice, an account), if the
+        application named one (its context's ``subject`` key).
+    args : dict
+        Everything the application passed (the run's `context`; an agent
+        integration puts the model's tool-call arguments here).
+    call_id : str or None
+        The integration's id of this call (a LangChain tool call id, an MCP
+        request id), when there is one.
+    """
+
+    observation: str
+    caller: Caller
+    subject: str | None = None
+    args: dict = attrs.field(factory=dict, eq=False)
+    call_id: str | None = None
+
+
+@attrs.frozen(kw_only=True, init=False)
+class Tool:
+    """A tool with its own mapper and timeout: ``Tool(fn, mapper=..., timeout=...)``.
+
+    Parameters
+    ----------
+    call : callable
+        ``call(ctx)`` or ``call()``, sync or ``async``, returning a record.
+    mapper : callable, optional
+        ``mapper(record) -> outcome``; default: the domain's ``result:``
+        block, else the record itself.
+    timeout : float, optional
+        Seconds; overrides the run's `timeout` for this tool.
+    """
+
+    call: Callable = attrs.field(validator=attrs.validators.is_callable())
+    mapper: Callable | None = attrs.field(default=None, validator=attrs.validators.optional(
+        attrs.validators.is_callable()))
+    timeout: float | None = None
+
+    def __init__(self, call, *, mapper=None, timeout=None):
+        self.__attrs_init__(call=call, mapper=mapper, timeout=timeout)
+
+    @property
+    def is_async(self) -> bool:
+        """Whether `call` is a coroutine function (awaited by ``arun``)."""
+        fn = self.call
+        return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+    @property
+    def takes_context(self) -> bool:
+        """Whether `call` takes a required positional parameter (then it is given the :class:`ToolContext`)."""
+        return _takes_context(self.call)
+
+
+def _takes_context(fn) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: give it the context
+        return True
+    # a parameter with a default (``lambda o=o: ...``, the closure idiom) is not a context slot
+    return any(p.kind == p.VAR_POSITIONAL
+               or (p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
+               for p in params)
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def apply_rule(rule: ResultRule, record: Any) -> tuple[str, str | None]:
+    """``(outcome, note)``: the outcome `rule` gives `record` (``unavailable`` and why, when it gives none).
+
+    The field's value is looked up by its text: strings as they are, integers
+    in decimal, booleans as ``true``/``false``; a value not listed gives
+    `present`, a missing or null field `absent`.
+
+    >>> rule = ResultRule(field=("status",), values={"APPROVED": "approved", "PENDING": "pending"})
+    >>> apply_rule(rule, {"status": "PENDING"})
+    ('pending', None)
+    >>> apply_rule(rule, {"state": "PENDING"})
+    ('unavailable', "the record has no field 'status'")
+    >>> apply_rule(ResultRule(field=("hit",), present="flagged", absent="clear"), {"hit": None})
+    ('clear', None)
+    """
+    value = record
+    for i, key in enumerate(rule.field):
+        if isinstance(value, Mapping) and key in value:
+            value = value[key]
+        elif hasattr(value, key) and not isinstance(value, (str, bytes, int, float)):
+            value = getattr(value, key)
+        else:
+            value = None
+            break
+    where = f"field '{'.'.join(rule.field)}'" if rule.field else "record"
+    if value is None:
+        if rule.absent is not None:
+            return rule.absent, None
+        return UNAVAILABLE, (f"the record has no {where}" if rule.field else "the tool returned nothing")
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, (str, int)):
+        text = str(value)
+    else:
+        text = None
+    table = dict(rule.values)
+    if text is not None and text in table:
+        return table[text], None
+    if rule.present is not None:
+        return rule.present, None
+    return UNAVAILABLE, f"the {where} holds {_describe(value)}, which the result block does not map"
+
+
+def to_outcome(observation, record: Any, mapper: Callable | None = None) -> tuple[str, str | None]:
+    """``(outcome, note)``: `record` mapped to one of `observation`'s declared outcomes, or ``unavailable``.
+
+    `observation` is a :class:`planner.model.parts.Observation`. The mapper
+    comes first, then the observation's ``result:`` block, then the record
+    itself; whatever cannot be read gives ``unavailable`` and a note.
+
+    >>> import planner
+    >>> o = planner.load_domain("payment_release").observations[0]
+    >>> to_outcome(o, "pending")
+    ('pending', None)
+    >>> to_outcome(o, {"status": "ok"}, mapper=lambda r: r["decision"])
+    ('unavailable', "the mapper raised KeyError: 'decision'")
+    >>> to_outcome(o, "maybe")
+    ('unavailable', "the tool returned 'maybe', which is not a declared outcome")
+    """
+    declared = tuple(observation.outcomes) + (UNAVAILABLE,)
+    if mapper is not None:
+        try:
+            outcome = mapper(record)
+        except Exception as e:  # noqa: BLE001 - a mapper that cannot read the record is an unknown outcome
+            return UNAVAILABLE, "the mapper " + failure_note(e)
+        if not isinstance(outcome, str) or outcome not in declared:
+            return UNAVAILABLE, f"the mapper returned {_describe(outcome)}, which is not a declared outcome"
+        return outcome, None
+    if observation.result is not None:
+        return apply_rule(observation.result, record)
+    if isinstance(record, str) and record in declared:
+        return record, None
+    return UNAVAILABLE, f"the tool returned {_describe(record)}, which is not a declared outcome"
+
+
+def check_tools(domain, admitted, tools: Mapping, *, allow_async: bool) -> dict:
+    """Check a whole tool mapping before the first call; return it as ``{name: Tool}``.
+
+    Every key must name an observation of `domain` (an unknown key gets a
+    did-you-mean), every value must be callable (or a :class:`Tool`), and
+    every observation the caller's gates admit (`admitted`, a boolean per
+    observation in file order) must have a tool: the session could ask for
+    any of them. `allow_async`: ``run`` refuses coroutine tools (``arun``
+    awaits them).
+
+    Raises
+    ------
+    SessionError
+        One line naming the first problem.
+    """
+    if not isinstance(tools, Mapping):
+        raise SessionError(f"tools: expected a mapping of observation names to callables, got {type(tools).__name__}")
+    names = [o.name for o in domain.observations]
+    out = {}
+    for key, value in tools.items():
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (observations: {', '.join(names)})"
+            raise SessionError(f"tools: unknown observation {_describe(key)}{hint}")
+        tool = value if isinstance(value, Tool) else None
+        if tool is None:
+            if not callable(value):
+                raise SessionError(f"tools.{key}: expected a callable or a Tool, got {type(value).__name__}")
+            tool = Tool(value)
+        if tool.is_async and not allow_async:
+            raise SessionError(f"tools.{key}: an async tool; use Session.arun to await it")
+        out[key] = tool
+    missing = [n for n, ok in zip(names, admitted) if ok and n not in out]
+    if missing:
+        raise SessionError(f"tools: no tool for {', '.join(repr(m) for m in missing)}, which the gates admit "
+                           "(give one per admitted observation)")
+    return out
+
+
+def _invoke(tool: Tool, context: ToolContext):
+    return tool.call(context) if tool.takes_context else tool.call()
+
+
+def call_tool(tool: Tool, context: ToolContext, timeout: float | None) -> tuple[Any, str | None, bool]:
+    """``(record, note, failed)``: the tool's record, or what went wrong (`failed`: no record).
+
+    A timeout runs the tool in a daemon thread: Python cannot stop a thread,
+    so a timed-out tool keeps running in the background until it returns, but
+    it never keeps the process from exiting. ``KeyboardInterrupt`` propagates.
+    """
+    timeout = tool.timeout if tool.timeout is not None else timeout
+    if timeout is None:
+        try:
+            return _invoke(tool, context), None, False
+        except Exception as e:  # noqa: BLE001 - any tool failure is an unknown outcome
+            return None, failure_note(e), True
+    answer: queue.Queue = queue.Queue(maxsize=1)
+
+    def work():
+        try:
+            answer.put(("ok", _invoke(tool, context)))
+        except BaseException as e:  # noqa: BLE001 - reported to the caller's thread
+            answer.put(("error", e))
+
+    threading.Thread(target=work, name="planner-tool", daemon=True).start()
+    try:
+        kind, value = answer.get(timeout=timeout)
+    except queue.Empty:
+        return None, f"timed out after {timeout:g} s", True
+    if kind == "ok":
+        return value, None, False
+    if isinstance(value, KeyboardInterrupt):
+        raise value
+    return None, failure_note(value), True
+
+
+async def acall_tool(tool: Tool, context: ToolContext, timeout: float | None) -> tuple[Any, str | None, bool]:
+    """The async twin of :func:`call_tool`: async tools are awaited, others run in a worker thread.
+
+    The timeout is :func:`asyncio.wait_for`'s (an async tool is cancelled at
+    it; a sync one keeps running in its thread). ``asyncio.CancelledError``
+    and ``KeyboardInterrupt`` propagate.
+    """
+    timeout = tool.timeout if tool.timeout is not None else timeout
+    if tool.is_async:
+        work = _invoke(tool, context)
+    else:
+        work = asyncio.to_thread(_invoke, tool, context)
+    try:
+        return await asyncio.wait_for(work, timeout), None, False
+    except asyncio.TimeoutError:
+        return None, f"timed out after {timeout:g} s", True
+    except Exception as e:  # noqa: BLE001 - any tool failure is an unknown outcome
+        return None, failure_note(e), True
+
+
+def failure_note(e: BaseException) -> str:
+    """``'raised KeyError: ...'``: one line saying what a tool (or a mapper) raised.
+
+    >>> failure_note(ValueError("bad\\nrecord"))
+    'raised ValueError: bad'
+    """
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"raised {type(e).__name__}" + (f": {text[:200]}" if text else "")
