@@ -69,11 +69,13 @@ def check_paths(paths, *, verbose: bool = False, out=print) -> int:
     Returns
     -------
     int
-        0 when every check passes, 1 when a check fails, 2 on bad input (a
-        file that does not load, a malformed check).
+        0 when every check passes, 1 when a check fails or there is no check
+        at all (files without a ``checks`` section), 2 on bad input (a file
+        that does not load, a malformed check).
     """
     bad = failed = passed = 0
-    for path in expand_paths(paths):
+    files = expand_paths(paths)
+    for path in files:
         try:
             domain = load_domain(path)
             checks = parse_checks(domain)
@@ -95,6 +97,11 @@ def check_paths(paths, *, verbose: bool = False, out=print) -> int:
             passed += result.status == "pass"
             failed += result.status == "fail"
     total = passed + failed
+    if not total and not bad:  # nothing was checked: not a pass
+        n = len(files)
+        out(f"no checks: {'the file has no' if n == 1 else f'none of the {n} files has a'} checks section, so nothing "
+            "was checked (docs/checks.md)")
+        return 1
     out(f"{total} check{'s' if total != 1 else ''}: {passed} passed, {failed} failed"
         + (f"; {bad} bad input{'s' if bad != 1 else ''}" if bad else ""))
     if bad:

@@ -14,7 +14,7 @@ import sys
 
 import attrs
 
-from planner.cli.common import Once, parse_time
+from planner.cli.common import Once, count_int, parse_time
 from planner.errors import PlannerError, one_line
 from planner.io.store import open_log
 
@@ -91,7 +91,7 @@ def register(sub) -> None:
     sub = p.add_subparsers(dest="log_command", required=True, parser_class=type(p))
     r = sub.add_parser("resolve", help="record the truth of a logged session (PROP=VALUE ...)")
     r.add_argument("path", metavar="PATH", help="the outcome log (an SQLite file written by planner run --log)")
-    r.add_argument("session", metavar="SESSION", type=int, help="the session's id in the log")
+    r.add_argument("session", metavar="SESSION", type=count_int, help="the session's id in the log")
     r.add_argument("truth", metavar="PROP=VALUE", nargs="+", help="the true value of a proposition (repeatable)")
     r.add_argument("--at", metavar="TIME", action=Once,
                    help="ISO 8601 time at which the truth held (default: now)")
