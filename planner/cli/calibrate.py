@@ -57,7 +57,7 @@ def cmd_simulate_log(args) -> int:
 
 def cmd_calibrate(args) -> int:
     domain = load_domain(args.domain)
-    with open_log(args.log, create=False) as log:
+    with open_log(args.log, readonly=True) as log:
         sessions = log.sessions(domain=domain.name)
         every = len(log.sessions())
     if not sessions:

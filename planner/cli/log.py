@@ -57,13 +57,14 @@ def summary_line(sessions) -> str:
 
 
 def cmd_show(args) -> int:
-    with open_log(args.path, create=False) as log:
+    with open_log(args.path, readonly=True) as log:
         sessions = log.sessions(args.domain)
     if args.json:
         print(json.dumps({"log": str(args.path),
                           "sessions": [attrs.asdict(s) for s in sessions],
                           "summary": {"sessions": len(sessions), "complete": sum(s.complete for s in sessions),
-                                      "resolved": sum(bool(s.resolution) for s in sessions)}}, indent=2))
+                                      "resolved": sum(bool(s.resolution) for s in sessions)}},
+                         indent=2, allow_nan=False))  # strict JSON: a log never holds a non-finite number
         return 0
     for s in sessions:
         print(session_line(s))
