@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from planner.gates.andor import flow_graph
@@ -10,8 +11,8 @@ from planner.evaluation.check import parse_checks, run_check
 from planner.cli.common import Once, warn_unknown_caller, write_picture
 from planner.compile import compile_domain
 from planner.model.domain import DOMAINS, load_domain
-from planner.errors import DomainError, PlannerError
-from planner.gates.prerequisites import availability_warnings
+from planner.errors import DomainError, PlannerError, one_line
+from planner.gates.prerequisites import availability_warnings, dead_domain_warnings
 
 __all__ = ["register", "check_paths", "expand_paths"]
 
@@ -32,8 +33,9 @@ def cmd_validate(args) -> int:
         loaded.append(d)
         print(f"ok {path}: {len(c.prop_names)} propositions, {c.n_states} joint states, "
               f"{len(c.action_names)} actions, {len(c.obs_names)} observations")
-        for w in availability_warnings(d, Caller(entitlements=args.entitlement)):
-            print(f"  warning: {w}")
+        caller = Caller(entitlements=args.entitlement)
+        for w in dead_domain_warnings(d, caller) + availability_warnings(d, caller):
+            print(f"  warning: {one_line(w, limit=sys.maxsize)}")
     warn_unknown_caller(loaded, args.entitlement)
     return status
 

@@ -610,7 +610,7 @@ class SQLiteLog(OutcomeLog):
         shown = self._shown
         acquisitions = [_row(r, _ACQUISITION_TYPES, _ACQUISITION_COLUMNS, f"acquisitions row of session {r[0]}", shown)
                         for r in acquisitions]
-        resolutions = [_row(r, (int,) + (str,) * 2, ("session", "proposition", "value"),
+        resolutions = [_row(r, ((int,), (str,), (str,)), ("session", "proposition", "value"),
                             f"resolutions row of session {r[0]}", shown) for r in resolutions]
         rows = [_row(r, _SESSION_TYPES, _SESSION_COLUMNS, f"session {r[0]}", shown) for r in rows]
         acquired: dict = {}

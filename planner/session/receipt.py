@@ -338,7 +338,7 @@ def _unique(pairs):
     out = {}
     for k, v in pairs:
         if k in out:
-            raise _BadNumber(f"duplicate key {quote(k)} in one object (the last would silently win)")
+            raise _BadNumber(f"duplicate key {repr(k)[:60]} in one object (the last would silently win)")
         out[k] = v
     return out
 
