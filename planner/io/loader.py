@@ -36,7 +36,12 @@ the exact message for each malformed example file.
 YAML is read with a strict safe loader: only ``true``/``false`` are booleans
 (``yes``, ``no``, ``on``, ``off`` stay strings, so an outcome may be called
 ``no``), dates and times stay strings (``as_of`` is parsed by the loader), and
-``1e-3`` is a number, as in YAML 1.2 and JSON.
+``1e-3`` is a number, as in YAML 1.2 and JSON. A plain number that YAML 1.1
+reads otherwise than YAML 1.2 (``0200``, ``08``, ``10:00``, ``1_000``,
+``0b1``) is an error, never a silent change; C1 controls, U+2028/U+2029 and
+an inner byte-order mark are refused anywhere (YAML ends a comment at NEL),
+a leading byte-order mark is dropped, and a path that is not a regular file
+(a FIFO, a device) is refused before it is opened.
 """
 
 from __future__ import annotations
