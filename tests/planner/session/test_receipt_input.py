@@ -92,3 +92,26 @@ def test_a_device_as_a_settlement_receipt_or_corpus_is_refused():
 
     with pytest.raises(CorpusError, match="is a character device, not a corpus$"):
         read_json(os.devnull, limit=100, error=CorpusError, what="corpus")
+
+
+@pytest.mark.parametrize("policy", ["bounded", "one-step", "lookahead:2", "dependency"])
+def test_replay_notices_an_edit_of_any_candidate_column(policy):
+    from planner.session.replay import replay
+
+    d = planner.load_domain("payment_release")
+    s = planner.Session(d, planner.parse_policy(policy))
+    s.run({"approval_registry": lambda: "approved"})
+    receipt = s.receipt()
+    assert replay(receipt, d)[0]
+    edited_any = False
+    for k, row in enumerate(receipt["steps"][0]["candidates"]):
+        for column, value in row.items():
+            if column in ("observation", "status") or not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            edited = json.loads(json.dumps(receipt))
+            edited["steps"][0]["candidates"][k][column] = value + 0.5
+            ok, message = replay(edited, d)
+            assert not ok, (column, message)
+            assert row["observation"] in message
+            edited_any = True
+    assert edited_any
