@@ -482,6 +482,9 @@ def dead_domain_warnings(domain, caller=None) -> list[str]:
       does not establish (``inform`` where ``establish`` was meant);
     - ``observations.<o>.purposes``: a listed purpose that is not the
       decision's but nearly is (a typo that keeps the observation out);
+    - ``observations.<o>.entitlement``: an entitlement only this observation
+      needs, close to another one the domain uses (a typo that keeps it from
+      every caller who holds the right one);
     - ``observations.<o>.lineage``: a lineage group of one member (it changes
       nothing: a group is the observations that copy one record).
 
@@ -549,6 +552,22 @@ moves belief only: did you mean role establish?)
             if isinstance(p, str) and len(p) <= 100 and difflib.get_close_matches(p, [purpose], n=1, cutoff=0.8):
                 out.append(f"observations.{o.name}.purposes[{i}]: {p!r} is not the decision's purpose {purpose!r} "
                            f"(did you mean it?), so {o.name} is never admitted for it")
+    users: dict = {}
+    for o in d.observations:
+        if o.entitlement is not None:
+            users.setdefault(o.entitlement, []).append(o.name)
+    if len(users) <= 150:  # difflib compares every pair
+        for name, who in users.items():
+            if len(who) != 1 or len(name) > 100:
+                continue
+            close = difflib.get_close_matches(name, [e for e in users if e != name], n=1, cutoff=0.85)
+            order = [o.name for o in d.observations]
+            if close and len(users[close[0]]) == 1 and order.index(users[close[0]][0]) > order.index(who[0]):
+                continue  # two names of one use each: reported once, at the later (the likelier typo)
+            if close:
+                out.append(f"observations.{who[0]}.entitlement: {name!r} is needed by this observation only and is "
+                           f"close to {close[0]!r} ({', '.join(users[close[0]][:3])}): a typo keeps it from "
+                           "every caller who holds the right one")
     groups: dict = {}
     for o in d.observations:
         if o.lineage is not None:

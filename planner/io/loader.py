@@ -449,8 +449,8 @@ def read_domain_file(path) -> dict:
             raw = f.read(MAX_FILE_BYTES + 1)  # a device or a growing file may say less than it holds
         if len(raw) > MAX_FILE_BYTES:
             raise _too_big("the file", len(raw))
-        # As open(..., encoding="utf-8-sig") would read it: universal newlines, a leading byte-order mark dropped.
-        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n").removeprefix(BOM)
+        # CRLF line ends read as LF, a leading byte-order mark is dropped; a lone CR is refused (parse_domain_text).
+        text = raw.decode("utf-8").replace("\r\n", "\n").removeprefix(BOM)
     except FileNotFoundError:
         raise DomainError("(file)", f"no such file: {path}") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -525,16 +525,19 @@ BOM = "\ufeff"
 
 #: Characters refused anywhere in a domain file, comments and strings included:
 #: the C1 controls (U+0080-U+009F, NEL among them), the line and paragraph
-#: separators U+2028/U+2029 and a byte-order mark past the start. YAML ends a
+#: separators U+2028/U+2029, a carriage return that is not part of a CRLF line
+#: end, and a byte-order mark past the start. YAML ends a
 #: line (and so a comment) at NEL, U+2028 and U+2029, while grep and most diff
 #: views do not: text that looks commented out would be read.
-_SEPARATORS = re.compile("[\x80-\x9f\u2028\u2029\ufeff]")
+_SEPARATORS = re.compile("[\x80-\x9f\u2028\u2029\ufeff]|\r(?!\n)")
 _CHAR_NAMES = {"\x85": "NEL, which YAML reads as a line break", "\u2028": "LINE SEPARATOR, which YAML reads as a line break",
-               "\u2029": "PARAGRAPH SEPARATOR, which YAML reads as a line break", BOM: "a byte-order mark past the start"}
+               "\u2029": "PARAGRAPH SEPARATOR, which YAML reads as a line break", BOM: "a byte-order mark past the start",
+               "\r": "a carriage return not followed by a line feed, which YAML reads as a line break; line ends "
+                     "are LF or CRLF"}
 
 
 def _separator_error(text: str) -> None:
-    """Refuse the first C1 control, U+2028/U+2029 or inner byte-order mark, with its line and column."""
+    """Refuse the first C1 control, U+2028/U+2029, lone CR or inner byte-order mark, with its line and column."""
     m = _SEPARATORS.search(text)
     if m is None:
         return

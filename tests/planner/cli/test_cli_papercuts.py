@@ -198,3 +198,9 @@ def test_the_licence_is_the_one_pyproject_names():
     assert config["project"]["license"] == {"text": "MIT"}
     text = (ROOT / "LICENSE").read_text()
     assert text.startswith("MIT License") and "WITHOUT WARRANTY OF ANY KIND" in text
+
+
+@pytest.mark.parametrize("spec", [f"bounded:{2**64}", f"lookahead:{10**30}", f"top-k:{2**63}", "bounded:0"])
+def test_a_policy_count_past_64_bits_is_one_line(capsys, spec):
+    line = _one_error_line(capsys, "run", "payment_release", "--seed", "1", "--policy", spec)
+    assert "policy '" in line and ("at most 2**63-1" in line or "positive integer" in line)

@@ -92,3 +92,13 @@ def test_validate_prints_one_line_per_finding_and_still_exits_0(capsys, tmp_path
     assert any("actions.release.requires" in w for w in warnings)
     assert not any(line.startswith("planner: error") for line in out + captured.err.splitlines())
     assert "\\n" in captured.err  # the entitlement's newline, echoed escaped in the did-you-mean warning
+
+
+def test_an_entitlement_typo_beside_the_right_one_is_named():
+    raw = yaml.safe_load((DOMAINS / "eligible_universe.yaml").read_text())
+    users = [n for n, o in raw["observations"].items() if o.get("entitlement") == "legal.privileged.read"]
+    assert len(users) >= 2
+    raw["observations"][users[-1]]["entitlement"] = "legal.privilegde.read"
+    warnings = dead_domain_warnings(planner.Domain.from_dict(raw))
+    assert (f"observations.{users[-1]}.entitlement: 'legal.privilegde.read' is needed by this observation only and "
+            f"is close to 'legal.privileged.read'") in warnings[0]
