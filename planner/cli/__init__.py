@@ -19,7 +19,8 @@ that name one (``--max-nodes``, ``--world``) are written here.
 
 ``planner`` with no command prints the help (the list of commands) on stderr
 and exits with status 2, like any other usage error; ``planner --help`` prints
-it on stdout and exits 0. Output that cannot be written (a full disk behind
+it on stdout and exits 0. Ctrl-C is one line ``planner: interrupted``, status
+130. Output that cannot be written (a full disk behind
 ``> file``) is one line ``planner: error: cannot write to standard output: ...``,
 status 2; a reader that went away (``| head``) ends the command quietly, status 0.
 """
@@ -33,7 +34,7 @@ import sys
 from planner.cli import accept, agents, bench, calibrate, domains, evaluate, log, receipts, session
 from planner.cli.common import Parser
 from planner.cli.format import format_table, format_trace
-from planner.errors import PlannerError, SearchCapError
+from planner.errors import PlannerError, SearchCapError, one_line
 
 __all__ = ["main", "build_parser", "version", "format_trace", "format_table"]
 
@@ -126,7 +127,34 @@ class _WatchedStdout:
         return getattr(self._stream, name)
 
 
+def _interrupted(err: BaseException) -> bool:
+    """Ctrl-C, or an error that a Ctrl-C inside a compiled kernel turned into (numba's ``SystemError``)."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
+
+
 def main(argv=None) -> int:
+    """Run the ``planner`` command line on `argv` (default ``sys.argv[1:]``) and return its exit status.
+
+    Ctrl-C anywhere is one line ``planner: interrupted`` and status 130 (128 +
+    SIGINT, as a shell reports it); receipts and logs are written atomically,
+    so an interrupted command leaves each whole or untouched.
+    """
+    try:
+        return _main(argv)
+    except (KeyboardInterrupt, SystemError) as e:
+        if not _interrupted(e):
+            raise
+        print("planner: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -139,13 +167,14 @@ def main(argv=None) -> int:
         try:
             code = int(args.func(args) or 0)
         except PlannerError as e:
-            print(f"planner: error: {_message(e)}", file=sys.stderr)
+            # Escaped again here: whatever a message echoes (a name, a path) it stays one line.
+            print(f"planner: error: {one_line(_message(e), limit=sys.maxsize)}", file=sys.stderr)
             code = 2
         except OSError as e:
             if isinstance(e, BrokenPipeError):
                 raise
             where = f"{e.filename}: " if e.filename else ""
-            print(f"planner: error: {where}{e.strerror or e}", file=sys.stderr)
+            print(f"planner: error: {one_line(f'{where}{e.strerror or e}', limit=sys.maxsize)}", file=sys.stderr)
             code = 2
         # The last output sits in stdout's buffer: flush it here, where a full device
         # can still be reported, not in the interpreter's exit.

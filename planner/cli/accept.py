@@ -28,7 +28,7 @@ import json
 
 from planner.io.atomic import write_text
 from planner.model.caller import Caller
-from planner.cli.common import Once, parse_pairs, quote
+from planner.cli.common import Once, parse_pairs, quote, seed_int
 from planner.errors import PlannerError
 
 __all__ = ["register"]
@@ -128,7 +128,17 @@ def _query(args, corpus):
         raise PlannerError("give a query id (planner accept queries lists them) or --text TEXT")
     if args.kind or args.language or args.max_age_days is not None:
         raise PlannerError("--kind, --language and --max-age-days go with --text (a corpus query has its own filters)")
-    return corpus.query(args.query_id)
+    return _corpus_query(corpus, args.query_id)
+
+
+def _corpus_query(corpus, query_id: str):
+    """The corpus query of that id; an unknown one says how to ask free text (``--text``)."""
+    from planner.retrieval.errors import CorpusError
+
+    try:
+        return corpus.query(query_id)
+    except CorpusError as e:
+        raise PlannerError(f"{e}; to ask free text, give it as --text {quote(query_id, 40)}") from None
 
 
 # --------------------------------------------------------------------------
@@ -418,7 +428,7 @@ def cmd_plan(args) -> int:
 
     policy = policy_from_args(args.policy, args)
     corpus = _corpus(args)
-    query = corpus.query(args.query_id)
+    query = _corpus_query(corpus, args.query_id)
     for name in args.down:
         corpus.source(name)
     domain = planner.load_domain(args.domain)
@@ -477,7 +487,8 @@ def register(sub) -> None:
     acc.set_defaults(func=lambda args: _no_subcommand(acc))
 
     p = cmds.add_parser("query", help="run one query through retrieval, calibration, acceptance and settlement")
-    p.add_argument("query_id", nargs="?", help="a query of the corpus (planner accept queries lists them)")
+    p.add_argument("query_id", nargs="?",
+                   help="a query of the corpus (planner accept queries lists them); free text goes in --text")
     p.add_argument("--text", action=Once, help="an ad-hoc query instead (no relevance judgments)")
     p.add_argument("--kind", action="append", default=[], help="with --text: a kind the reader accepts (repeatable)")
     p.add_argument("--language", action="append", default=[],
@@ -547,21 +558,21 @@ def register(sub) -> None:
     p.add_argument("--k", type=int, default=20, action=Once, help="the cut (default 20)")
     p.add_argument("--s", type=float, default=0.15, action=Once, help="the selectivity (default 0.15)")
     p.add_argument("--draws", type=int, default=2000, action=Once, help="seeded ranked lists (default 2000)")
-    p.add_argument("--seed", type=int, default=0, action=Once, help="seed of the ranked lists (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0, action=Once, help="seed of the ranked lists (default 0)")
     p.set_defaults(func=cmd_postfilter)
 
     p = cmds.add_parser("frontier", help="the frontier study over thresholds and loss ratios (table, plot; needs the "
                                         "studies package of a checkout)")
     p.add_argument("--out", metavar="DIR", action=Once, help="output folder (default studies/results/frontier)")
     p.add_argument("--quick", action="store_true", help="fewer loss ratios")
-    p.add_argument("--seed", type=int, default=0, action=Once, help="seed of the provider outages")
+    p.add_argument("--seed", type=seed_int, default=0, action=Once, help="seed of the provider outages")
     p.add_argument("--no-plot", action="store_true", help="no PNG (the plot needs matplotlib)")
     p.set_defaults(func=cmd_frontier)
 
     p = cmds.add_parser("likelihoods", help="measure the settlement likelihoods policy_search declares")
     p.add_argument("--split", choices=("calibration", "test"), default="calibration", action=Once,
                    help="which queries to measure on (default calibration: the ones the domain was made from)")
-    p.add_argument("--seed", type=int, default=0, action=Once, help="seed of the provider outages")
+    p.add_argument("--seed", type=seed_int, default=0, action=Once, help="seed of the provider outages")
     p.add_argument("--json", action="store_true", help="print the counts and rows as JSON")
     _add_corpus(p)
     p.set_defaults(func=cmd_likelihoods)
@@ -580,7 +591,7 @@ def register(sub) -> None:
 
     p = cmds.add_parser("corpus", help="write the generated corpus (the shipped one is seed 13)")
     p.add_argument("--out", metavar="FILE", required=True, action=Once, help="the file to write (JSON)")
-    p.add_argument("--seed", type=int, default=13, action=Once, help="the generator's seed (default 13, shipped)")
+    p.add_argument("--seed", type=seed_int, default=13, action=Once, help="the generator's seed (default 13, shipped)")
     p.set_defaults(func=cmd_corpus)
 
 

@@ -12,6 +12,7 @@ import sys
 
 import yaml
 
+from planner.cli.common import seed_int
 from planner.io.atomic import OutputError, write_text
 from planner.model.domain import Domain
 from planner.errors import DomainError, PlannerError
@@ -138,6 +139,6 @@ def register(sub) -> None:
                    help="joint world states, a power of two >= 4 (default 8)")
     g.add_argument("--chain", type=int, default=0, metavar="K",
                    help="a K-step prerequisite chain in front of the sources that establish the gated fact")
-    g.add_argument("--seed", type=int, default=1, help="every number is drawn from this seed (default 1)")
+    g.add_argument("--seed", type=seed_int, default=1, help="every number is drawn from this seed (default 1)")
     g.add_argument("--out", metavar="FILE", help="write here (default: standard output)")
     g.set_defaults(func=cmd_bench_generate)

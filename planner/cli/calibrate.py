@@ -6,7 +6,8 @@ import sys
 
 from planner.io.atomic import write_text
 from planner.calibration.calibrate import METHODS, PRIOR_STRENGTH, calibrate, calibrated_data, dump_domain
-from planner.cli.common import Once, add_caller_args, caller_from_args, policy_from_args, progress_bar
+from planner.cli.common import (Once, add_caller_args, caller_from_args, count_int, policy_from_args,
+                                 progress_bar, seed_int)
 from planner.model.domain import load_domain
 from planner.errors import PlannerError
 from planner.policies import DEFAULT_POLICY
@@ -55,7 +56,7 @@ def cmd_simulate_log(args) -> int:
 
 def cmd_calibrate(args) -> int:
     domain = load_domain(args.domain)
-    with open_log(args.log, create=False) as log:
+    with open_log(args.log, readonly=True) as log:
         sessions = log.sessions(domain=domain.name)
         every = len(log.sessions())
     if not sessions:
@@ -105,7 +106,7 @@ def register(sub) -> None:
                         "resolved: count resolved sessions only")
     p.add_argument("--prior-strength", type=float, default=PRIOR_STRENGTH, metavar="K", action=Once,
                    help=f"pseudo-counts of the declared row in each row's Dirichlet prior (default {PRIOR_STRENGTH:g})")
-    p.add_argument("--seed", type=int, default=0, action=Once, help="seeds the interval draws (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0, action=Once, help="seeds the interval draws (default 0)")
     p.add_argument("--date", action=Once, help="the calibration's date (default: today)")
     p.set_defaults(func=cmd_calibrate)
 
@@ -116,8 +117,8 @@ def register(sub) -> None:
     p.add_argument("--sessions", type=int, required=True, metavar="N", action=Once, help="sessions to run")
     p.add_argument("--policy", default=DEFAULT_POLICY, metavar="SPEC", action=Once,
                    help=f"what the sessions run (default {DEFAULT_POLICY})")
-    p.add_argument("--max-nodes", type=int, metavar="N", action=Once, help="as for planner run")
-    p.add_argument("--max-work", type=int, metavar="N", action=Once, help="as for planner run")
+    p.add_argument("--max-nodes", type=count_int, metavar="N", action=Once, help="as for planner run")
+    p.add_argument("--max-work", type=count_int, metavar="N", action=Once, help="as for planner run")
     p.add_argument("--plan-on", metavar="DOMAIN", action=Once,
                    help="the domain the sessions plan on and log (default: the true domain); it may differ "
                         "from the truth only in its likelihoods")
@@ -125,7 +126,7 @@ def register(sub) -> None:
                    help="the share of sessions that later learn the truth (default 1)")
     p.add_argument("--resolve-when", action="append", metavar="ACTION",
                    help="only sessions that end with this action can learn the truth (repeatable)")
-    p.add_argument("--seed", type=int, default=0, action=Once,
+    p.add_argument("--seed", type=seed_int, default=0, action=Once,
                    help="seeds worlds, outcomes and resolutions (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_caller_args(p)

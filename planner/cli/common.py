@@ -13,13 +13,21 @@ import json
 import sys
 
 from planner.model.caller import Caller
-from planner.errors import PlannerError, ReceiptError
+from planner.errors import PlannerError, ReceiptError, one_line
 from planner.policies import DEFAULT_POLICY, parse_policy
 from planner.policies.registry import policy_help
 
 __all__ = ["Parser", "Once", "add_caller_args", "add_policy_arg", "caller_from_args", "policy_from_args",
            "parse_pairs", "parse_limits", "parse_time", "read_json", "quote", "warn", "warn_unknown_caller",
-           "progress_bar", "PROGRESS_DELAY", "write_picture"]
+           "progress_bar", "PROGRESS_DELAY", "write_picture", "seed_int", "count_int", "MAX_SEED", "MAX_COUNT"]
+
+#: The largest ``--seed``: seeds are stored in the outcome log (a signed 64-bit
+#: SQLite integer) and printed in receipts, so they stay below 2**63.
+MAX_SEED = 2**63 - 1
+
+#: The largest count an option takes (``--max-nodes``, ``--sessions``, an id):
+#: the kernels count in signed 64-bit integers.
+MAX_COUNT = 2**63 - 1
 
 #: Seconds a command runs before its progress bar appears: quick runs stay quiet.
 PROGRESS_DELAY = 1.0
@@ -56,6 +64,43 @@ class Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
+def _bounded_int(text: str, lo: int, hi: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{quote(text)}: not an integer") from None
+    if not lo <= value <= hi:
+        shown = text if len(text) <= 24 else text[:21] + "..."
+        raise argparse.ArgumentTypeError(f"{shown}: must be an integer from {lo} to 2**63-1")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """An argparse ``type`` for ``--seed``: an integer from 0 to :data:`MAX_SEED` (a one-line usage error else).
+
+    >>> seed_int("7")
+    7
+    >>> seed_int("-1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: -1: must be an integer from 0 to 2**63-1
+    """
+    return _bounded_int(text.strip(), 0, MAX_SEED)
+
+
+def count_int(text: str) -> int:
+    """An argparse ``type`` for a count (``--max-nodes``, ``--sessions``): 1 to :data:`MAX_COUNT`.
+
+    >>> count_int("200000")
+    200000
+    >>> count_int(str(2**64))
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: 18446744073709551616: must be an integer from 1 to 2**63-1
+    """
+    return _bounded_int(text.strip(), 1, MAX_COUNT)
+
+
 def quote(text, limit: int = 60) -> str:
     """A name as it came, quoted for a one-line message: control characters escaped, long ones cut.
 
@@ -69,8 +114,8 @@ def quote(text, limit: int = 60) -> str:
 
 
 def warn(message: str) -> None:
-    """One line ``planner: warning: ...`` on stderr."""
-    print(f"planner: warning: {message}", file=sys.stderr)
+    """One line ``planner: warning: ...`` on stderr (control characters in `message` escaped)."""
+    print(f"planner: warning: {one_line(message, limit=sys.maxsize)}", file=sys.stderr)
 
 
 def _mentioned(domains):
@@ -178,20 +223,33 @@ def add_policy_arg(p, *, repeatable: bool = False) -> None:
     else:
         p.add_argument("--policy", default=DEFAULT_POLICY, metavar="SPEC", action=Once,
                        help=policy_help() + ". Give it once.")
-    p.add_argument("--max-nodes", type=int, metavar="N", action=Once,
+    p.add_argument("--max-nodes", type=count_int, metavar="N", action=Once,
                    help="nodes one lookahead:D search may expand (default 2,000,000, fewer on expensive domains)")
-    p.add_argument("--max-work", type=int, metavar="N", action=Once,
+    p.add_argument("--max-work", type=count_int, metavar="N", action=Once,
                    help="work units one bounded decision may spend (default 500,000,000, about 1 s of CPU; "
                         "exhausting it is not an error: the answer carries its interval)")
 
 
 def parse_pairs(items, flag) -> dict:
-    """``NAME=VALUE`` flags -> ``{name: value}`` (one-line error naming `flag` on a bad one)."""
+    """``NAME=VALUE`` flags -> ``{name: value}`` (one-line error naming `flag` on a bad one).
+
+    A name given twice is refused, as a repeated ``--policy`` is: argparse
+    would keep the last value without a word.
+
+    >>> parse_pairs(["approval=pending"], "--world")
+    {'approval': 'pending'}
+    >>> parse_pairs(["approval=pending", "approval=approved"], "--world")
+    Traceback (most recent call last):
+    ...
+    planner.errors.PlannerError: --world 'approval' given twice ('pending', 'approved'): give each name once
+    """
     out = {}
     for item in items:
         k, sep, v = item.partition("=")
         if not sep or not k or not v:
             raise PlannerError(f"{flag} {item}: expected NAME=VALUE")
+        if k in out:
+            raise PlannerError(f"{flag} {quote(k)} given twice ({quote(out[k])}, {quote(v)}): give each name once")
         out[k] = v
     return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from planner.gates.andor import flow_graph
@@ -10,8 +11,8 @@ from planner.evaluation.check import parse_checks, run_check
 from planner.cli.common import Once, warn_unknown_caller, write_picture
 from planner.compile import compile_domain
 from planner.model.domain import DOMAINS, load_domain
-from planner.errors import DomainError, PlannerError
-from planner.gates.prerequisites import availability_warnings
+from planner.errors import DomainError, PlannerError, one_line
+from planner.gates.prerequisites import availability_warnings, dead_domain_warnings
 
 __all__ = ["register", "check_paths", "expand_paths"]
 
@@ -32,8 +33,9 @@ def cmd_validate(args) -> int:
         loaded.append(d)
         print(f"ok {path}: {len(c.prop_names)} propositions, {c.n_states} joint states, "
               f"{len(c.action_names)} actions, {len(c.obs_names)} observations")
-        for w in availability_warnings(d, Caller(entitlements=args.entitlement)):
-            print(f"  warning: {w}")
+        caller = Caller(entitlements=args.entitlement)
+        for w in dead_domain_warnings(d, caller) + availability_warnings(d, caller):
+            print(f"  warning: {one_line(w, limit=sys.maxsize)}")
     warn_unknown_caller(loaded, args.entitlement)
     return status
 
@@ -69,11 +71,13 @@ def check_paths(paths, *, verbose: bool = False, out=print) -> int:
     Returns
     -------
     int
-        0 when every check passes, 1 when a check fails, 2 on bad input (a
-        file that does not load, a malformed check).
+        0 when every check passes, 1 when a check fails or there is no check
+        at all (files without a ``checks`` section), 2 on bad input (a file
+        that does not load, a malformed check).
     """
     bad = failed = passed = 0
-    for path in expand_paths(paths):
+    files = expand_paths(paths)
+    for path in files:
         try:
             domain = load_domain(path)
             checks = parse_checks(domain)
@@ -95,6 +99,11 @@ def check_paths(paths, *, verbose: bool = False, out=print) -> int:
             passed += result.status == "pass"
             failed += result.status == "fail"
     total = passed + failed
+    if not total and not bad:  # nothing was checked: not a pass
+        n = len(files)
+        out(f"no checks: {'the file has no' if n == 1 else f'none of the {n} files has a'} checks section, so nothing "
+            "was checked (docs/checks.md)")
+        return 1
     out(f"{total} check{'s' if total != 1 else ''}: {passed} passed, {failed} failed"
         + (f"; {bad} bad input{'s' if bad != 1 else ''}" if bad else ""))
     if bad:

@@ -14,7 +14,7 @@ import sys
 
 import attrs
 
-from planner.cli.common import Once, parse_time
+from planner.cli.common import Once, count_int, parse_time
 from planner.errors import PlannerError, one_line
 from planner.io.store import open_log
 
@@ -57,13 +57,14 @@ def summary_line(sessions) -> str:
 
 
 def cmd_show(args) -> int:
-    with open_log(args.path, create=False) as log:
+    with open_log(args.path, readonly=True) as log:
         sessions = log.sessions(args.domain)
     if args.json:
         print(json.dumps({"log": str(args.path),
                           "sessions": [attrs.asdict(s) for s in sessions],
                           "summary": {"sessions": len(sessions), "complete": sum(s.complete for s in sessions),
-                                      "resolved": sum(bool(s.resolution) for s in sessions)}}, indent=2))
+                                      "resolved": sum(bool(s.resolution) for s in sessions)}},
+                         indent=2, allow_nan=False))  # strict JSON: a log never holds a non-finite number
         return 0
     for s in sessions:
         print(session_line(s))
@@ -91,7 +92,7 @@ def register(sub) -> None:
     sub = p.add_subparsers(dest="log_command", required=True, parser_class=type(p))
     r = sub.add_parser("resolve", help="record the truth of a logged session (PROP=VALUE ...)")
     r.add_argument("path", metavar="PATH", help="the outcome log (an SQLite file written by planner run --log)")
-    r.add_argument("session", metavar="SESSION", type=int, help="the session's id in the log")
+    r.add_argument("session", metavar="SESSION", type=count_int, help="the session's id in the log")
     r.add_argument("truth", metavar="PROP=VALUE", nargs="+", help="the true value of a proposition (repeatable)")
     r.add_argument("--at", metavar="TIME", action=Once,
                    help="ISO 8601 time at which the truth held (default: now)")

@@ -9,6 +9,7 @@ import numpy as np
 
 from planner.io.atomic import write_text
 from planner.cli.common import (
+    seed_int,
     Once,
     add_caller_args,
     add_policy_arg,
@@ -165,7 +166,7 @@ def register(sub) -> None:
     p = sub.add_parser("run", help="simulate a session against a hidden world and print the trace")
     _session_args(p)
     p.add_argument("--world", action="append", default=[], metavar="PROP=VALUE", help="the hidden world")
-    p.add_argument("--seed", type=int, action=Once,
+    p.add_argument("--seed", type=seed_int, action=Once,
                    help="sample what --world leaves open, and draw outcomes, with this seed")
     p.add_argument("--json", action="store_true", help="print the receipt (JSON) instead of the trace")
     p.add_argument("--receipt", metavar="FILE", action=Once, help="also write the receipt to FILE")

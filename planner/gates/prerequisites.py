@@ -7,12 +7,17 @@
 - :func:`prerequisite_depth`: how many acquisitions must precede an
   observation (structural: admission, budget and probabilities ignored);
 - :func:`availability_warnings`: admitted observations that can never become
-  available for a caller, each with the reason.
+  available for a caller, each with the reason;
+- :func:`dead_domain_warnings`: gated actions that no admitted source can ever
+  permit, observations whose ``purposes`` nearly name the decision's purpose,
+  lineage groups of one member.
 
 The graph is :func:`planner.gates.andor.build_graph`'s.
 """
 
 from __future__ import annotations
+
+import difflib
 
 import attrs
 import numpy as np
@@ -21,7 +26,8 @@ from lookahead.core import available_observations
 from planner.gates.budget import within
 from lookahead.layout import NOT_TAKEN, STATUS_CONTRADICTED
 from planner.gates.admission import prepare
-from planner.gates.andor import precondition_graph
+from planner.gates.andor import _add_expr, _returned_node, build_graph, precondition_graph
+from planner.model.parts import ESTABLISHING, Established, expr_atoms
 from planner.node import root_node
 
 __all__ = [
@@ -29,6 +35,7 @@ __all__ = [
     "cheapest_prerequisite_plan",
     "prerequisite_depth",
     "availability_warnings",
+    "dead_domain_warnings",
     "MAX_PLANS",
 ]
 
@@ -453,3 +460,121 @@ rejected: permission denied
         if plan is None:
             out.append(f"{name} can never become available: {reason}")
     return out
+
+
+def _role_hint(domain, prop: str, value: str) -> str:
+    """Why nothing establishes prop=value: a source that bears on it with a non-establishing role, or none."""
+    informing = [o.name for o in domain.observations if o.bears_on == prop and o.role not in ESTABLISHING]
+    if informing:
+        roles = sorted({o.role for o in domain.observations if o.name in informing})
+        return (f" ({', '.join(informing[:3])}{' ...' if len(informing) > 3 else ''} bear{'s' if len(informing) == 1 else ''}"
+                f" on {prop} with role {'/'.join(roles)}, which moves belief only: did you mean role establish?)")
+    return ""
+
+
+def dead_domain_warnings(domain, caller=None) -> list[str]:
+    """What in `domain` can never be used for this caller: one line per finding, naming its path in the file.
+
+    - ``actions.<a>.requires``: a gated action that no sequence of admitted
+      acquisitions can ever permit (its fact is established by no source, or
+      only by sources a gate rejects: stale, off-purpose, not entitled), with
+      a did-you-mean when a source bears on the proposition with a role that
+      does not establish (``inform`` where ``establish`` was meant);
+    - ``observations.<o>.purposes``: a listed purpose that is not the
+      decision's but nearly is (a typo that keeps the observation out);
+    - ``observations.<o>.entitlement``: an entitlement only this observation
+      needs, close to another one the domain uses (a typo that keeps it from
+      every caller who holds the right one);
+    - ``observations.<o>.lineage``: a lineage group of one member (it changes
+      nothing: a group is the observations that copy one record).
+
+    Parameters
+    ----------
+    domain : Domain
+    caller : planner.model.caller.Caller, optional
+        Entitlements, purpose and decision time, as for a session.
+
+    Returns
+    -------
+    list of str
+        In file order: actions, then observations.
+
+    Examples
+    --------
+    >>> import planner
+    >>> d = planner.load_domain("payment_release")
+    >>> dead_domain_warnings(d)
+    []
+    >>> obs = dict(d.raw["observations"])
+    >>> obs["approval_registry"] = dict(obs["approval_registry"], role="inform")
+    >>> for w in dead_domain_warnings(planner.Domain.from_dict(dict(d.raw, observations=obs))):
+    ...     print(w)
+    actions.release.requires: release can never be permitted: it needs approval=approved, and every source of \
+it fails (needs stale_approval_pdf, which is rejected: stale for this decision)
+    >>> obs["stale_approval_pdf"] = dict(obs["stale_approval_pdf"], role="inform")
+    >>> for w in dead_domain_warnings(planner.Domain.from_dict(dict(d.raw, observations=obs))):
+    ...     print(w)
+    actions.release.requires: release can never be permitted: it needs approval=approved, which no observation \
+can establish (approval_registry, manager_message, stale_approval_pdf ... bear on approval with role inform, which \
+moves belief only: did you mean role establish?)
+    """
+    compiled, admission = prepare(domain, caller)
+    d = compiled.domain
+    root = root_node(compiled, admission)
+    out = []
+    g = build_graph(d).copy()
+    gated = [(a, _add_expr(g, a.requires, f"action:{a.name}", ())) for a in d.actions if a.requires is not None]
+    for key in [k for k in g.nodes if k[0] == "established" and not any(True for _ in g.successors(k))]:
+        _, prop, value = key
+        for o in d.observations:
+            if o.role in ESTABLISHING and o.bears_on == prop:
+                for y, v in o.establishes:
+                    if v == value:
+                        g.add_edge(key, _returned_node(g, o.name, y), relation="established_by")
+    ctx = _AtNode(root)
+    for action, expr_root in gated:
+        try:
+            _walk(g, expr_root, ctx, frozenset())
+        except _Unreachable as e:
+            hint = ""
+            if "which no observation can establish" in e.reason:  # not a stale or rejected source: a wrong role?
+                for t in expr_atoms(action.requires):
+                    if isinstance(t, Established) and f"needs {t.proposition}={t.value}," in e.reason:
+                        hint = hint or _role_hint(d, t.proposition, t.value)
+            reason = e.reason if e.reason.startswith("needs") else f"its requirement {e.reason}"
+            reason = "it " + reason if reason.startswith("needs") else reason
+            out.append(f"actions.{action.name}.requires: {action.name} can never be permitted: {reason}{hint}")
+    purpose = admission.purpose
+    for o in d.observations:
+        if purpose is None or not o.purposes or purpose in o.purposes:
+            continue
+        for i, p in enumerate(o.purposes):
+            if isinstance(p, str) and len(p) <= 100 and difflib.get_close_matches(p, [purpose], n=1, cutoff=0.8):
+                out.append(f"observations.{o.name}.purposes[{i}]: {p!r} is not the decision's purpose {purpose!r} "
+                           f"(did you mean it?), so {o.name} is never admitted for it")
+    users: dict = {}
+    for o in d.observations:
+        if o.entitlement is not None:
+            users.setdefault(o.entitlement, []).append(o.name)
+    if len(users) <= 150:  # difflib compares every pair
+        for name, who in users.items():
+            if len(who) != 1 or len(name) > 100:
+                continue
+            close = difflib.get_close_matches(name, [e for e in users if e != name], n=1, cutoff=0.85)
+            order = [o.name for o in d.observations]
+            if close and len(users[close[0]]) == 1 and order.index(users[close[0]][0]) > order.index(who[0]):
+                continue  # two names of one use each: reported once, at the later (the likelier typo)
+            if close:
+                out.append(f"observations.{who[0]}.entitlement: {name!r} is needed by this observation only and is "
+                           f"close to {close[0]!r} ({', '.join(users[close[0]][:3])}): a typo keeps it from "
+                           "every caller who holds the right one")
+    groups: dict = {}
+    for o in d.observations:
+        if o.lineage is not None:
+            groups.setdefault(o.lineage, []).append(o.name)
+    for name, members in groups.items():
+        if len(members) == 1:
+            out.append(f"observations.{members[0]}.lineage: lineage group {name!r} has one member, so it changes "
+                       "nothing (a group is the observations that copy one record)")
+    return out
+

@@ -36,7 +36,12 @@ the exact message for each malformed example file.
 YAML is read with a strict safe loader: only ``true``/``false`` are booleans
 (``yes``, ``no``, ``on``, ``off`` stay strings, so an outcome may be called
 ``no``), dates and times stay strings (``as_of`` is parsed by the loader), and
-``1e-3`` is a number, as in YAML 1.2 and JSON.
+``1e-3`` is a number, as in YAML 1.2 and JSON. A plain number that YAML 1.1
+reads otherwise than YAML 1.2 (``0200``, ``08``, ``10:00``, ``1_000``,
+``0b1``) is an error, never a silent change; C1 controls, U+2028/U+2029 and
+an inner byte-order mark are refused anywhere (YAML ends a comment at NEL),
+a leading byte-order mark is dropped, and a path that is not a regular file
+(a FIFO, a device) is refused before it is opened.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ import yaml
 from planner.tolerances import PROB_TOL
 from planner.compile import case_table
 from planner.errors import DomainError, format_path
+from planner.io.files import special_file
 from planner.model.parts import (
     ESTABLISHING,
     UNAVAILABLE,
@@ -152,6 +158,11 @@ _MAX_SCHEMA_ERRORS = 200
 #: names up to this long (difflib is quadratic in the name's length).
 _MAX_HINT_CHOICES = 2000
 _MAX_HINT_NAME = 100
+
+#: Lineage names are compared for typos (a group of one near another group) in
+#: files with at most this many groups; the shipped and generated domains have a
+#: handful, and 150 groups take about 0.2 s.
+_MAX_LINEAGE_TYPO_GROUPS = 150
 
 #: The message tail of every overflow.
 _OVERFLOW = "(more than 1.8e308)"
@@ -258,6 +269,8 @@ _StrictLoader.add_implicit_resolver(
 _StrictLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
     list("-+0123456789"))
+# 08 and 09 (text in YAML 1.1, numbers in YAML 1.2) reach the int constructor, which refuses them.
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:int", re.compile(r"^[-+]?0[0-9]+$"), list("-+0"))
 
 
 def _checked_scalar(construct):
@@ -277,13 +290,51 @@ for _tag, _construct in list(yaml.SafeLoader.yaml_constructors.items()):
         _StrictLoader.add_constructor(_tag, _checked_scalar(_construct))
 
 
+#: Plain numbers that YAML 1.1 (PyYAML) and YAML 1.2 read differently: a leading
+#: zero (1.1: octal, 1.2: decimal), ``0b`` (1.1: binary, 1.2: text), ``_`` inside
+#: the digits and ``:`` (1.1: base 60; 1.2: text).
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9_]+$")
+_YAML11_ONLY = re.compile(r"^[-+]?(?:0b|[0-9.][0-9._]*[_:])")
+
+
+def _yaml11_number(node, value) -> None:
+    """Refuse a plain scalar whose number YAML 1.1 reads otherwise than YAML 1.2 (never a silent change)."""
+    text = node.value
+    if node.style is not None or node.tag not in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+        return
+    where = _mark_where(node.start_mark)
+    if _LEADING_ZERO.match(text) and "_" not in text:
+        reading = f"as octal {int(text, 8)}" if value is not None else "as text"
+        raise DomainError(where, f"the number {_quote(text)} has a leading zero: YAML 1.1 reads it {reading}, "
+                                 f"YAML 1.2 as {int(text, 10)}; write it without the zero (or quote it, for text)")
+    if ":" in text:
+        raise DomainError(where, f"{_quote(text)} is a base-60 number ({value}) in YAML 1.1 and text in YAML 1.2: "
+                                 "quote it for text (a time), or write the number")
+    if _YAML11_ONLY.match(text) or "_" in text:
+        raise DomainError(where, f"{_quote(text)} is the number {value} in YAML 1.1 and text in YAML 1.2: "
+                                 "write the number plainly (digits only), or quote it for text")
+
+
 def _construct_int(loader, node):
     if _int_too_long(node.value):
         return _TOO_LARGE
-    return yaml.SafeLoader.construct_yaml_int(loader, node)
+    if _LEADING_ZERO.match(node.value) and not re.search("[89_]", node.value):
+        _yaml11_number(node, 0)  # octal digits: refused before the octal reading is made
+    elif _LEADING_ZERO.match(node.value) and "_" not in node.value:
+        _yaml11_number(node, None)  # 08, 09: text in YAML 1.1, a number in YAML 1.2
+    value = yaml.SafeLoader.construct_yaml_int(loader, node)
+    _yaml11_number(node, value)
+    return value
+
+
+def _construct_float(loader, node):
+    value = yaml.SafeLoader.construct_yaml_float(loader, node)
+    _yaml11_number(node, value)
+    return value
 
 
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _checked_scalar(_construct_int))
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _checked_scalar(_construct_float))
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -388,6 +439,9 @@ def read_domain_file(path) -> dict:
     {'approval': {'approved': 0.55, 'pending': 0.45}}
     """
     path = Path(path)
+    kind = special_file(path)
+    if kind is not None:  # opening a FIFO would block, reading a device never end
+        raise DomainError("(file)", f"cannot read {path}: it is {kind}, not a regular file")
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -396,8 +450,8 @@ def read_domain_file(path) -> dict:
             raw = f.read(MAX_FILE_BYTES + 1)  # a device or a growing file may say less than it holds
         if len(raw) > MAX_FILE_BYTES:
             raise _too_big("the file", len(raw))
-        # As open(..., encoding="utf-8") would read it: universal newlines.
-        text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        # CRLF line ends read as LF, a leading byte-order mark is dropped; a lone CR is refused (parse_domain_text).
+        text = raw.decode("utf-8").replace("\r\n", "\n").removeprefix(BOM)
     except FileNotFoundError:
         raise DomainError("(file)", f"no such file: {path}") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -435,6 +489,8 @@ def parse_domain_text(text: str, *, json_format: bool = False) -> dict:
                                     f"bytes ({MAX_FILE_BYTES // 1024} KiB)")
     if len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
         raise _too_big("the text", len(text.encode("utf-8", "surrogatepass")))
+    text = text.removeprefix(BOM)
+    _separator_error(text)
     if not text.strip() or (not json_format and _only_comments(text)):
         raise DomainError("(top level)", "the file is empty (expected a mapping with domain, world, prior and actions)")
     if json_format:
@@ -463,6 +519,36 @@ def parse_domain_text(text: str, *, json_format: bool = False) -> dict:
                 loader.dispose()
     _check_top(data)
     return data
+
+
+#: A byte-order mark: dropped at the start of a file (YAML and JSON alike), refused anywhere else.
+BOM = "\ufeff"
+
+#: Characters refused anywhere in a domain file, comments and strings included:
+#: the C1 controls (U+0080-U+009F, NEL among them), the line and paragraph
+#: separators U+2028/U+2029, a carriage return that is not part of a CRLF line
+#: end, and a byte-order mark past the start. YAML ends a
+#: line (and so a comment) at NEL, U+2028 and U+2029, while grep and most diff
+#: views do not: text that looks commented out would be read.
+_SEPARATORS = re.compile("[\x80-\x9f\u2028\u2029\ufeff]|\r(?!\n)")
+_CHAR_NAMES = {"\x85": "NEL, which YAML reads as a line break", "\u2028": "LINE SEPARATOR, which YAML reads as a line break",
+               "\u2029": "PARAGRAPH SEPARATOR, which YAML reads as a line break", BOM: "a byte-order mark past the start",
+               "\r": "a carriage return not followed by a line feed, which YAML reads as a line break; line ends "
+                     "are LF or CRLF"}
+
+
+def _separator_error(text: str) -> None:
+    """Refuse the first C1 control, U+2028/U+2029, lone CR or inner byte-order mark, with its line and column."""
+    m = _SEPARATORS.search(text)
+    if m is None:
+        return
+    pos = m.start()
+    line = text.count("\n", 0, pos) + 1
+    column = pos - text.rfind("\n", 0, pos)
+    char = m.group()
+    name = _CHAR_NAMES.get(char, "a C1 control character")
+    raise DomainError(f"line {line}, column {column}",
+                      f"character U+{ord(char):04X} ({name}) is not allowed anywhere in the file, comments included")
 
 
 def _reader_error(e, text: str) -> tuple:
@@ -1371,6 +1457,25 @@ def _check_lineage(observations, names: _Names, n_world: int) -> list:
                 raise DomainError(["observations", o.name, "likelihood"],
                                   f"differs from observations.{first.name}, which shares lineage {o.lineage}")
     members = Counter(o.lineage for o in observations if o.lineage is not None)
+    # A group of one near another group's name is a typo that would make a copy independent evidence.
+    # (Checked up to _MAX_LINEAGE_TYPO_GROUPS groups: difflib compares every pair.)
+    for o in observations if len(members) <= _MAX_LINEAGE_TYPO_GROUPS else ():
+        if o.lineage is not None and members[o.lineage] == 1:
+            others = [g for g in members if g != o.lineage]
+            close = difflib.get_close_matches(o.lineage, others, n=1, cutoff=0.8) if len(o.lineage) <= 100 else []
+            if not close:
+                continue
+            if members[close[0]] == 1:  # two groups of one, nearly alike: the later one is the typo, or both
+                other = next(x for x in observations if x.lineage == close[0])
+                later, earlier = (o, other) if observations.index(o) > observations.index(other) else (other, o)
+                raise DomainError(["observations", later.name, "lineage"],
+                                  f"lineage group {_quote(later.lineage)} has no other member, nor has "
+                                  f"{_quote(earlier.lineage)} (observations.{earlier.name}): is it a typo for it? "
+                                  "A copy outside its record's group counts as independent evidence")
+            raise DomainError(["observations", o.name, "lineage"],
+                              f"lineage group {_quote(o.lineage)} has no other member (did you mean "
+                              f"{_quote(close[0])}?); a copy outside its record's group counts as "
+                              "independent evidence")
     latent_sizes = [len(groups[g].outcomes) for g in groups if members[g] >= 2]
     total, text = _product([n_world, *latent_sizes])
     if total > MAX_JOINT_STATES:

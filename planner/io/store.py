@@ -37,6 +37,7 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 from typing import Callable
@@ -44,6 +45,7 @@ from typing import Callable
 import attrs
 
 from planner.errors import LogError, one_line
+from planner.io.files import special_file
 
 __all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "BUSY_TIMEOUT", "MIGRATIONS", "OutcomeLog", "SQLiteLog", "open_log",
            "LoggedAcquisition", "LoggedSession"]
@@ -215,10 +217,28 @@ class OutcomeLog(abc.ABC):
 # checking what is logged
 
 
+#: The largest id SQLite can hold (a signed 64-bit integer).
+MAX_ID = 2**63 - 1
+
+
 def _session_id(session) -> int:
     if isinstance(session, bool) or not isinstance(session, int):
-        raise _error(f"session {session!r}: a session id is an integer")
+        raise _error(f"session {one_line(repr(session), 40)}: a session id is an integer")
+    if not 1 <= session <= MAX_ID:
+        raise _error(f"session {one_line(str(session), 40)}: a session id is an integer from 1 to 2**63-1")
     return session
+
+
+def _row(row: tuple, types: tuple, names: tuple, where: str, shown: str) -> tuple:
+    """`row` checked column by column against `types` (a tuple of allowed types each): a foreign row is one line."""
+    for value, allowed, name in zip(row, types, names):
+        if isinstance(value, bool) or not isinstance(value, allowed):
+            got = "NULL" if value is None else type(value).__name__
+            raise _error(f"{shown}: {where}: column {name} holds {got}, not "
+                         + " or ".join("NULL" if t is type(None) else t.__name__ for t in allowed))
+        if isinstance(value, float) and not math.isfinite(value):
+            raise _error(f"{shown}: {where}: column {name} holds {value}, not a finite number")
+    return row
 
 
 def _text(value, what: str) -> str:
@@ -347,13 +367,20 @@ class SQLiteLog(OutcomeLog):
         one gets the schema; an older version is migrated in one transaction.
     create : bool
         False: a missing file is an error instead (for readers).
+    readonly : bool
+        Open the file read-only (SQLite's ``mode=ro``): nothing is created,
+        migrated or written, not even a journal, and a file that is not yet an
+        outcome log (an empty one) is refused. What ``log show`` and
+        ``calibrate`` use. Implies ``create=False``.
 
     Raises
     ------
     LogError
         One line naming the path: a missing folder, a path that cannot be
         opened, a file that is not an outcome log (not SQLite, or SQLite with
-        other tables), a schema version newer than :data:`SCHEMA_VERSION`.
+        other tables), a schema version newer than :data:`SCHEMA_VERSION`, a
+        path that is not a regular file (a FIFO, a device: refused before it
+        is opened, so that nothing blocks or is written beside it).
 
     Notes
     -----
@@ -363,14 +390,19 @@ class SQLiteLog(OutcomeLog):
     that forks opens its own.
     """
 
-    def __init__(self, path, *, create: bool = True):
+    def __init__(self, path, *, create: bool = True, readonly: bool = False):
         self.path = path
         self._shown = str(path)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
+        self._readonly = readonly
+        create = create and not readonly
         p = Path(path)
         if p.is_dir():
             raise _error(f"{self._shown}: is a folder, not an outcome log")
+        kind = special_file(p)
+        if kind is not None:
+            raise _error(f"{self._shown}: is {kind}, not an outcome log (a regular file)")
         if not p.exists():
             if not create:
                 raise _error(f"{self._shown}: no such file")
@@ -380,8 +412,13 @@ class SQLiteLog(OutcomeLog):
                     raise _error(f"{self._shown}: {folder} is not a folder")
                 raise _error(f"{self._shown}: the folder {folder} does not exist")
         try:
-            conn = sqlite3.connect(os.fspath(p), timeout=BUSY_TIMEOUT, isolation_level=None,
-                                   check_same_thread=False)
+            if readonly:  # a URI, so that SQLite itself refuses to write (no journal, no WAL file, no schema)
+                target = "file:" + urllib.parse.quote(os.fspath(p.absolute())) + "?mode=ro"
+                conn = sqlite3.connect(target, uri=True, timeout=BUSY_TIMEOUT, isolation_level=None,
+                                       check_same_thread=False)
+            else:
+                conn = sqlite3.connect(os.fspath(p), timeout=BUSY_TIMEOUT, isolation_level=None,
+                                       check_same_thread=False)
         except sqlite3.Error as e:
             raise _error(f"{self._shown}: cannot open: {e}") from None
         try:
@@ -416,6 +453,15 @@ class SQLiteLog(OutcomeLog):
 
     def _open(self, conn) -> None:
         version = self._version(conn)  # before anything is written: a foreign file stays untouched
+        if self._readonly:
+            if version == 0:
+                raise _error(f"{self._shown}: not an outcome log (an empty file; planner run --log or "
+                             "planner simulate-log writes one)")
+            if version != SCHEMA_VERSION:
+                raise _error(f"{self._shown}: outcome-log schema version {version} is older than this code's "
+                             f"({SCHEMA_VERSION}); a command that writes the log (planner log resolve) migrates it")
+            conn.execute("PRAGMA query_only=ON")
+            return
         deadline = time.monotonic() + BUSY_TIMEOUT
         while True:
             try:
@@ -561,6 +607,12 @@ class SQLiteLog(OutcomeLog):
                 resolutions = conn.execute(
                     f"SELECT r.session, r.proposition, r.value FROM resolutions r JOIN sessions s ON s.id = r.session "
                     f"{where} ORDER BY r.id", args).fetchall()
+        shown = self._shown
+        acquisitions = [_row(r, _ACQUISITION_TYPES, _ACQUISITION_COLUMNS, f"acquisitions row of session {r[0]}", shown)
+                        for r in acquisitions]
+        resolutions = [_row(r, ((int,), (str,), (str,)), ("session", "proposition", "value"),
+                            f"resolutions row of session {r[0]}", shown) for r in resolutions]
+        rows = [_row(r, _SESSION_TYPES, _SESSION_COLUMNS, f"session {r[0]}", shown) for r in rows]
         acquired: dict = {}
         for sid, idx, obs, outcome, unplanned, cost, note in acquisitions:
             acquired.setdefault(sid, []).append(LoggedAcquisition(
@@ -584,8 +636,8 @@ class SQLiteLog(OutcomeLog):
 
     def _load(self, text, session: int, column: str):
         try:
-            value = json.loads(text)
-        except (TypeError, ValueError):
+            value = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
+        except (TypeError, ValueError, RecursionError):
             value = None
         if not isinstance(value, dict):
             raise _error(f"{self._shown}: session {session}: {column} is not a JSON object")
@@ -598,9 +650,32 @@ class SQLiteLog(OutcomeLog):
                 conn.close()
 
 
-def open_log(path, *, create: bool = True) -> SQLiteLog:
+_SESSION_COLUMNS = ("id", "uuid", "domain", "content_hash", "world", "policy", "context", "calibration", "started",
+                    "finished", "action", "reason", "expected_loss", "receipt")
+_NULL = type(None)
+_SESSION_TYPES = ((int,), (str,), (str,), (str,), (str,), (str,), (str,), (str, _NULL), (str,), (str, _NULL),
+                  (str, _NULL), (str, _NULL), (float, int, _NULL), (str, _NULL))
+_ACQUISITION_COLUMNS = ("session", "idx", "observation", "outcome", "unplanned", "cost", "note")
+_ACQUISITION_TYPES = ((int,), (int,), (str,), (str,), (int,), (str,), (str, _NULL))
+
+
+def _unique_pairs(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def open_log(path, *, create: bool = True, readonly: bool = False) -> SQLiteLog:
     """The outcome log in the SQLite file `path` (created when missing, unless `create` is false).
 
-    See :class:`SQLiteLog`.
+    `readonly` opens it with SQLite's ``mode=ro`` (readers: nothing is ever
+    created or written). See :class:`SQLiteLog`.
     """
-    return SQLiteLog(path, create=create)
+    return SQLiteLog(path, create=create, readonly=readonly)

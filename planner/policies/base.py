@@ -159,6 +159,9 @@ def positive_int(text: str | None, spec: str) -> int:
         k = 0
     if k < 1:
         raise PolicyError(f"policy '{spec}': expected a positive integer after ':'")
+    if k > 2**63 - 1:  # the kernels count in signed 64-bit integers
+        raise PolicyError(f"policy '{spec[:40]}{'...' if len(spec) > 40 else ''}': the integer after ':' must be "
+                          "at most 2**63-1")
     return k
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 
+from planner.io.files import special_file
+
 __all__ = ["read_json"]
 
 
@@ -33,6 +35,9 @@ def _constant(name):
 
 def read_json(path, *, limit: int, error, what: str = "file"):
     """The parsed contents of the JSON file at `path`, or `error` (a PlannerError class) in one line."""
+    kind = special_file(path)
+    if kind is not None:  # a FIFO would block until a writer came
+        raise error(f"{path}: is {kind}, not a {what}")
     try:
         with open(path, "rb") as f:
             raw = f.read(limit + 1)  # a device or a pipe has no size to check first

@@ -29,6 +29,7 @@ import numpy as np
 from lookahead.layout import STATUS_CONTRADICTED
 from planner.tolerances import PROB_TOL
 from planner.errors import ReceiptError
+from planner.io.files import special_file
 from planner.model.parts import UNAVAILABLE
 from planner.node import Node
 
@@ -108,11 +109,10 @@ def build_receipt(session, *, world=None, seed=None, source=None) -> dict:
             "acquired": rec.acquired,
             "outcome": rec.outcome,
             "after": node_summary(rec.after),
+            # always present, defaults included: a reader never has to know that a missing key means false
+            "unplanned": bool(rec.unplanned),
+            "tool_note": rec.note or None,
         }
-        if rec.unplanned:
-            entry["unplanned"] = True
-        if rec.note:
-            entry["tool_note"] = rec.note
         if rec.asked.info:
             entry["policy_info"] = _jsonable(rec.asked.info)
         steps.append(entry)
@@ -328,13 +328,33 @@ def _constant(name: str):
     raise _BadNumber(f"{name} is not a JSON number")
 
 
+def _int64(text: str) -> int:
+    """A JSON integer of a receipt: every one (a count, an index, a seed) fits a signed 64-bit integer."""
+    if len(text.lstrip("-")) > 19 or not -2**63 <= int(text) < 2**63:
+        raise _BadNumber(f"the integer {text[:24]}{'...' if len(text) > 24 else ''} ({len(text.lstrip('-'))} "
+                         "digits) is out of range (a receipt's integers fit 64 bits)")
+    return int(text)
+
+
+def _unique(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _BadNumber(f"duplicate key {repr(k)[:60]} in one object (the last would silently win)")
+        out[k] = v
+    return out
+
+
 def read_receipt(path) -> dict:
     """Read and validate the receipt file at `path`; a :class:`~planner.errors.ReceiptError` otherwise.
 
     Every failure is one line ``"<path>: <what>"``: a missing file, a folder,
     a file larger than :data:`MAX_RECEIPT_BYTES`, bytes that are not UTF-8,
     JSON that does not parse or nests too deeply, a non-finite or
-    absurdly long number, and anything :func:`validate_receipt` refuses.
+    absurdly long number, an integer beyond 64 bits, a key repeated in one
+    object, a path that is not a regular file (a FIFO or a device, refused
+    before it is opened), and anything :func:`validate_receipt` refuses. A
+    leading byte-order mark is dropped.
 
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.json"
@@ -345,6 +365,9 @@ def read_receipt(path) -> dict:
     planner.errors.ReceiptError: ...r.json: missing "domain"
     """
     shown = quote(str(path)) if any(not ch.isprintable() for ch in str(path)) else str(path)
+    kind = special_file(path)
+    if kind is not None:  # opening a FIFO would block until a writer came
+        raise ReceiptError(f"{shown}: is {kind}, not a receipt file")
     try:
         with open(path, "rb") as f:
             # read one byte more than allowed: a device or a pipe has no size to check first
@@ -362,7 +385,8 @@ def read_receipt(path) -> dict:
     except UnicodeDecodeError as e:
         raise ReceiptError(f"{shown}: not UTF-8 text (byte {e.start})") from None
     try:
-        receipt = json.loads(text, parse_float=_finite, parse_constant=_constant)
+        receipt = json.loads(text, parse_float=_finite, parse_int=_int64, parse_constant=_constant,
+                             object_pairs_hook=_unique)
     except json.JSONDecodeError as e:
         raise ReceiptError(f"{shown}: line {e.lineno}, column {e.colno}: JSON syntax error: {e.msg}") from None
     except RecursionError:

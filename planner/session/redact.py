@@ -293,8 +293,7 @@ class _Redactor:
                 "outcome": HIDDEN if acquired in self.hidden else entry["outcome"],
                 "after": self.node(entry["after"], path + ["after"]),
             }
-            if entry.get("unplanned") is True and acquired not in self.hidden:
-                step["unplanned"] = True
+            step["unplanned"] = entry.get("unplanned") is True and acquired not in self.hidden
             info = self.policy_info(entry.get("policy_info"))
             if info:
                 step["policy_info"] = info

@@ -3,9 +3,9 @@
 Replaying re-runs the receipt's policy, for the receipt's caller, with the
 recorded outcomes, and compares, step by step: the node the policy was asked
 at (belief marginals, budget spent and remaining, facts, permitted actions,
-current action and expected loss), the choice, every candidate row (status,
-reasons, value, penalty, net, and the interval of conservative planning's
-rows), whether the outcome was unplanned, and the node
+current action and expected loss), the choice, every candidate row (every
+column: status, reasons, value, penalty, net, rank, one-step and plan values,
+the interval of conservative planning's rows), whether the outcome was unplanned, and the node
 after. At the stop it compares the action, the stop reason, the expected
 loss, the candidate table, and the rest of the final block (budget dimension,
 contradictions with their sources, unknown outcomes, unresolved uncertainty,
@@ -112,7 +112,16 @@ def _compare_candidates(got: list, want: list, where: str) -> str | None:
         gi, wi = g.get("interval"), w.get("interval")
         if (gi is None) != (wi is None) or (gi is not None and not all(map(_close, gi, wi))):
             return f"{where}: {name} interval {gi!r}, receipt has {_say(wi)}"
+        # every other column too (rank, one_step_net, plan_lo, plan_up, ...): an edited receipt never matches
+        msg = _diff({k: v for k, v in g.items() if k not in _ROW_FIRST}, {k: v for k, v in w.items()
+                                                                          if k not in _ROW_FIRST}, f"{where}.{name}")
+        if msg:
+            return msg
     return None
+
+
+#: Candidate columns compared with their own messages first; the rest are compared by :func:`_diff`.
+_ROW_FIRST = ("observation", "status", "reason", "reasons", "value", "penalty", "net", "interval")
 
 
 def _steps(n: int) -> str:

@@ -158,7 +158,7 @@ def logged(capsys, path):
     (("resolve", "{log}", "1", "approval"), "approval: expected PROP=VALUE"),
     (("resolve", "{log}", "1", "approval=approved", "--at", "soon"),
      "--at soon: not an ISO 8601 time (for example 2026-01-05T09:30:00Z)"),
-    (("resolve", "{log}", "one", "approval=approved"), "argument SESSION: invalid int value: 'one'"),
+    (("resolve", "{log}", "one", "approval=approved"), "argument SESSION: 'one': not an integer"),
     (("resolve", "{tmp}/nope.db", "1", "approval=approved"), "{tmp}/nope.db: no such file"),
     (("show", "{tmp}/nope.db"), "{tmp}/nope.db: no such file"),
     (("show", "{tmp}/missing/log.db"), "{tmp}/missing/log.db: no such file"),
