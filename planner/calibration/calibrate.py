@@ -77,7 +77,7 @@ METHODS = ("em", "resolved")
 #: EM stops when no row probability moves by more than this, or after EM_MAX_ITER iterations.
 EM_TOL = 1e-10
 EM_MAX_ITER = 2000
-#: Gibbs sweeps discarded, then kept, when some world is latent.
+#: Gibbs sweeps discarded (per chain), then kept (shared among the chains, one per mode), when some world is latent.
 GIBBS_BURN = 200
 GIBBS_KEEP = 1000
 #: Draws from each row's Dirichlet posterior that give its interval.
@@ -380,6 +380,14 @@ class _World:
             self.declared = [self.declared_w.copy()]
         self.alpha0 = [strength * d + JEFFREYS * (d > 0) for d in self.declared]
 
+    def flat(self):
+        """A copy whose Dirichlet prior is flat (maximum likelihood)."""
+        import copy
+
+        out = copy.copy(self)
+        out.alpha0 = [np.where(a > 0, 1e-9, 0.0) for a in self.alpha0]
+        return out
+
     def counts(self, w):
         ww = np.bincount(self.world_of, weights=np.asarray(w).sum(axis=0), minlength=self.W)
         if self.marginal:
@@ -631,11 +639,20 @@ def calibrate(domain, sessions, *, method: str = "em", prior_strength: float = P
             f = attrs.evolve(f, loglik=max(f.loglik, swapped))
             label_fits.append((prop, f))
             fits.append(f)
+        # Maximum likelihood (no Dirichlet prior) from dispersed starts: on a ridge each lands elsewhere on it.
+        flat = [np.where(a > 0, 1e-9, 0.0) for a in a0]
+        flat_world = world.flat()
         for k in range(DISPERSED_STARTS):
             rows = _owned([_dirichlet_rows(np.where(d > 0, 1.0, 0.0), rng) for d in R.declared], R.owner)
             wp = [d.copy() for d in world.declared] if fix else [_dirichlet_rows(np.where(d > 0, 1.0, 0.0), rng)
                                                                for d in world.declared]
-            fits.append(_em(c, R, world, log, a0, rows, wp, failure, fix_prior=fix, start=f"dispersed {k + 1}"))
+            f = _em(c, R, flat_world, log, flat, rows, wp, failure, fix_prior=fix, start=f"dispersed {k + 1}")
+            # scored as every fit is: its log-likelihood, and its density under the Dirichlet priors
+            lp = f.loglik + _log_dirichlet([a0[o] for o in range(O) if R.owner[o] == o],
+                                           [f.rows[o] for o in range(O) if R.owner[o] == o])
+            if not fix:
+                lp += _log_dirichlet(world.alpha0, f.wparams)
+            fits.append(attrs.evolve(f, logpost=lp))
     # Report the fit the declared domain prefers among those the log allows (the highest posterior):
     # where the log cannot tell labels apart, the declared rows pick them.
     best = max(fits, key=lambda f: (f.logpost, f is base))
@@ -706,8 +723,9 @@ def _identification(c, log, ok, best, fits, label_fits, kept, weights, latent) -
         ridge = max(ridge, min(max(float(np.abs(a - b).max()) if a.size else 0.0 for a, b in zip(f.rows, g.rows))
                                for g in refs))
     if ridge > RIDGE_ROWS:
-        warnings.append(f"the log leaves a ridge: fits from dispersed starts explain it within {POOL_NATS:g} nats "
-                        f"with rows up to {ridge:.2f} apart; the intervals pool them")
+        warnings.append(f"the log does not identify the rows (a ridge): fits from dispersed starts explain it as "
+                        f"well, within {POOL_NATS:g} nats, with rows up to {ridge:.2f} apart; the intervals pool them"
+                        + ("; resolve some sessions or log another source" if resolved == 0 else ""))
     if latent and resolved == 0 and not warnings:
         warnings.append("no session is resolved: the rows rest on the structure of the log alone")
     return Identification(status="weak" if warnings else "identified", resolved=resolved, labels=tuple(labels),
@@ -741,9 +759,10 @@ def _gibbs(c, R: _Rows, world: _World, log: _Logged, a0, kept, weights, best, al
     draws = [[] for _ in range(O)]
     wdraws = [[] for _ in world.declared]
     dw = []
+    keep = -(-GIBBS_KEEP // len(kept))  # the kept sweeps are shared among the chains
     for fit, weight in zip(kept, weights):
         cur, wcur = [r.copy() for r in fit.rows], [p.copy() for p in fit.wparams]
-        for t in range(GIBBS_BURN + GIBBS_KEEP):
+        for t in range(GIBBS_BURN + keep):
             prior, lik = _assemble(c, R, world, cur, wcur, failure)
             w, ok = _posterior(prior, lik, log)
             u = rng.random(N)
@@ -759,7 +778,7 @@ def _gibbs(c, R: _Rows, world: _World, log: _Logged, a0, kept, weights, best, al
                     draws[o].append(cur[o])
                 for i in range(len(wcur)):
                     wdraws[i].append(wcur[i])
-                dw.append(weight / GIBBS_KEEP)
+                dw.append(weight / keep)
     dw = np.array(dw)
     interval = [_weighted_interval(np.array(d), dw) for d in draws]
     winterval = [_weighted_interval(np.array(d), dw) for d in wdraws]
