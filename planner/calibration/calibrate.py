@@ -634,10 +634,9 @@ def calibrate(domain, sessions, *, method: str = "em", prior_strength: float = P
         for prop, perm, smap in relabel:
             rows, wp = _relabel(R, world, base.rows, base.wparams, smap, c.prop_names.index(prop), perm)
             f = _em(c, R, world, log, a0, rows, wp, failure, fix_prior=fix, start=f"{prop} relabelled")
-            # the log's own verdict on the swap: the better of the swapped fit itself and EM from it
+            # the log's own verdict on the swap: the log-likelihood of the swapped fit against the fit
             swapped = _loglik(*_assemble(c, R, world, rows, wp, failure), log)
-            f = attrs.evolve(f, loglik=max(f.loglik, swapped))
-            label_fits.append((prop, f))
+            label_fits.append((prop, perm, smap, f, swapped - base.loglik))
             fits.append(f)
         # Maximum likelihood (no Dirichlet prior) from dispersed starts: on a ridge each lands elsewhere on it.
         flat = [np.where(a > 0, 1e-9, 0.0) for a in a0]
@@ -672,8 +671,18 @@ def calibrate(domain, sessions, *, method: str = "em", prior_strength: float = P
     latent = bool(((w.max(axis=1) < 1 - PROB_TOL) & ok).any()) and method == "em"
     ident = _identification(c, log, ok, best, fits, label_fits, kept, weights, latent)
     if latent:
-        alpha, walpha, interval, winterval = _gibbs(c, R, world, log, a0, kept, weights, best, alpha, walpha,
-                                                    failure, fix, rng)
+        # A relabelling the log cannot rule out enters the intervals as the mirror image of the draws, at the
+        # weight the log gives it (a label-symmetric reading: the declared rows pick the labels the means
+        # report, never how sure the intervals are).
+        mirrored = [_relabel(R, world, best.rows, best.wparams, smap, c.prop_names.index(prop), perm)[0]
+                    for prop, perm, smap, *_ in label_fits]
+        chains = [f for f in kept if f is best or not (any(f is g[3] for g in label_fits) or any(
+            _close(f.rows, m) for m in mirrored))]
+        cw = np.array([np.exp(f.loglik - top) for f in chains])
+        mirrors = [(prop, perm, smap, wt) for (prop, perm, smap, *_), (_, wt) in zip(label_fits, ident.labels)
+                   if wt > 1e-9]
+        alpha, walpha, interval, winterval = _gibbs(c, R, world, log, a0, chains, cw / cw.sum(), mirrors, alpha,
+                                                    walpha, failure, fix, rng)
     else:
         interval = [_dirichlet_interval(a, rng) for a in alpha]
         winterval = [_dirichlet_interval(a[None, :], rng)[0] for a in walpha]
@@ -691,6 +700,10 @@ def calibrate(domain, sessions, *, method: str = "em", prior_strength: float = P
         prior_estimated=not fix, identification=ident)
 
 
+def _close(a, b) -> bool:
+    return max((float(np.abs(x - y).max()) for x, y in zip(a, b) if x.size), default=0.0) <= SAME_FIT
+
+
 def _distinct(fits, best):
     """`fits` without repeats (rows within :data:`SAME_FIT` of a kept one), `best` first."""
     out = [best]
@@ -706,17 +719,16 @@ def _identification(c, log, ok, best, fits, label_fits, kept, weights, latent) -
     resolved = int(log.resolved[ok].sum())
     labels = []
     top = max(f.loglik for f in fits)
-    for prop, f in label_fits:
-        same = max(float(np.abs(a - b).max()) if a.size else 0.0 for a, b in zip(f.rows, best.rows)) <= SAME_FIT
-        # the weight the log alone gives the relabelled fit (EM may have run back to the first one)
-        wt = 0.0 if same else float(np.exp(f.loglik - top) / (np.exp(f.loglik - top) + np.exp(best.loglik - top)))
+    for prop, _, _, _, swapped in label_fits:
+        # the weight the log alone gives the swapped labels: the reported fit, swapped, against itself
+        wt = float(1.0 / (1.0 + np.exp(min(-swapped, 700.0))))
         labels.append((prop, wt))
         if wt > LABEL_WEIGHT:
             warnings.append(f"the values of {prop} are not identified by the log: swapping them explains it "
                             f"{'as well' if wt > 0.49 else 'nearly as well'} (weight {wt:.2f}); only the declared "
                             "rows pick the labels" + ("; resolve some sessions" if resolved == 0 else ""))
     ridge = 0.0
-    refs = [best] + [g for _, g in label_fits]
+    refs = [best] + [g[3] for g in label_fits]
     for f in kept[1:]:
         if any(f is g for g in refs):
             continue
@@ -743,8 +755,8 @@ def _support_guard(rows, declared):
         r[empty] = d[empty]
 
 
-def _gibbs(c, R: _Rows, world: _World, log: _Logged, a0, kept, weights, best, alpha_em, walpha_em, failure, fix,
-           rng):
+def _gibbs(c, R: _Rows, world: _World, log: _Logged, a0, kept, weights, mirrors, alpha_em, walpha_em, failure,
+           fix, rng):
     """The posterior by data augmentation, one chain per kept fit, pooled by the weight the log gives each.
 
     Each sweep draws a state per session (from its posterior under the
@@ -780,6 +792,19 @@ def _gibbs(c, R: _Rows, world: _World, log: _Logged, a0, kept, weights, best, al
                     wdraws[i].append(wcur[i])
                 dw.append(weight / keep)
     dw = np.array(dw)
+    n = len(dw)
+    base = [np.array(d) for d in draws], [np.array(d) for d in wdraws]
+    odds = [wt / max(1.0 - wt, 1e-12) for *_, wt in mirrors]
+    dw = dw / (1.0 + sum(odds))
+    for (prop, perm, smap, _), od in zip(mirrors, odds):
+        pi = c.prop_names.index(prop)
+        for i in range(n):
+            rows_i, w_i = _relabel(R, world, [d[i] for d in base[0]], [d[i] for d in base[1]], smap, pi, perm)
+            for o in range(O):
+                draws[o].append(rows_i[o])
+            for j in range(len(w_i)):
+                wdraws[j].append(w_i[j])
+        dw = np.concatenate([dw, dw[:n] * od])
     interval = [_weighted_interval(np.array(d), dw) for d in draws]
     winterval = [_weighted_interval(np.array(d), dw) for d in wdraws]
     alpha = [_matched(_means([alpha_em[o]])[0], np.array(draws[o]), dw, alpha_em[o].sum(axis=1)) for o in range(O)]
