@@ -190,3 +190,24 @@ def test_calibrate_agrees_with_an_independent_em(payment, truth):
     for name in OUTCOMES:
         assert_allclose(res.rows[res.compiled.obs_index(name)], rows[name], atol=1e-7)
     assert_allclose(res.prior[0], prior, atol=1e-7)
+
+
+@pytest.mark.slow
+def test_cli_warns_in_one_line_each_when_the_log_cannot_identify_the_rows(tmp_path):
+    from tests.planner.calibration.test_calibrate import _planner
+
+    log = tmp_path / "o.db"
+    r = _planner("simulate-log", str(TRUTH), "--plan-on", "payment_release", "--log", str(log), "--sessions", "40",
+                 "--policy", "top-k:2", "--resolve", "0", "--seed", "3", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "cal.yaml"
+    r = _planner("calibrate", "payment_release", str(log), "--out", str(out), "--date", "2026-12-01")
+    assert r.returncode == 0, r.stderr
+    warnings = [line for line in r.stderr.splitlines() if line.startswith("planner: warning: ")]
+    assert any("values of approval are not identified by the log" in w for w in warnings), r.stderr
+    assert "Traceback" not in r.stderr
+    assert "**Identification:** weak" in r.stdout and "**Coverage:**" in r.stdout
+    block = planner.load_domain(out).raw["calibration"]
+    assert block["identification"]["status"] == "weak" and block["prior"]["estimated"] is True
+    r = _planner("calibrate", "payment_release", str(log), "--hold-prior", "--date", "2026-12-01")
+    assert r.returncode == 0 and "world prior held" in r.stdout
