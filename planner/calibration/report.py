@@ -21,7 +21,8 @@ import numpy as np
 from planner.io.atomic import write_bytes, write_text
 from planner.compile import assemble
 
-__all__ = ["predictive_pairs", "report_text", "write_report", "reliability_png", "BINS"]
+__all__ = ["predictive_pairs", "report_text", "write_report", "reliability_png", "identification_lines",
+           "prior_lines", "BINS", "MEASURED_COVERAGE"]
 
 #: Equal-width bins of predicted probability in the reliability pictures.
 BINS = 10
@@ -104,6 +105,7 @@ def report_text(result, sessions, *, top: int = 5) -> str:
                  + ("; intervals from a Gibbs sampler (some worlds latent)" if result.latent else
                     "; intervals exact (every used world known)") + ".")
     lines.append("")
+    lines += identification_lines(result) + [""] + prior_lines(result) + [""]
     rows = []
     for o, name in enumerate(c.obs_names):
         cases = c.domain.observations[o].likelihood.cases
@@ -144,6 +146,38 @@ def report_text(result, sessions, *, top: int = 5) -> str:
         lines.append(f"| {name} | {n} | {_fmt(_brier(*d))} | {_fmt(_brier(*k))} |")
     lines.append("")
     return "\n".join(lines)
+
+
+#: What studies/results/calibration_coverage/ measured of these intervals (nominal 0.90), for the report.
+MEASURED_COVERAGE = ("measured coverage of the 90% intervals on the payment case "
+                     "(studies/results/calibration_coverage/report.md): see there per regime and N")
+
+
+def identification_lines(result) -> list:
+    """The report's identification paragraph: what the log identifies, every warning, the measured coverage."""
+    ident = result.identification
+    out = [f"**Identification:** {ident.status}; {ident.resolved} resolved session"
+           f"{'s' if ident.resolved != 1 else ''}; "
+           + (f"intervals pool {ident.fits} fits (modes the log cannot tell apart)" if ident.fits > 1 else
+              "one fit") + "."]
+    out += [f"- warning: {w}" for w in ident.warnings]
+    out.append(f"**Coverage:** {MEASURED_COVERAGE}.")
+    return out
+
+
+def prior_lines(result) -> list:
+    """The world prior: declared, estimated (or held) and its interval."""
+    w = result.world
+    if not result.prior_estimated:
+        return ["**World prior:** held at the declared prior (calibrate(..., estimate_prior=False))."]
+    out = ["**World prior** (estimated with the rows; the calibrated file's prior is its posterior mean):", "",
+           "| of | value | declared | calibrated | 90% interval | sessions |", "|---|---|---:|---:|---|---:|"]
+    for (label, values), m, iv, d, n in zip(w.names(), result.prior, result.prior_interval, w.declared,
+                                            result.prior_counts):
+        for k, v in enumerate(values):
+            out.append(f"| {label} | {v} | {_fmt(d[k])} | {_fmt(m[k])} | [{_fmt(iv[k, 0])}, {_fmt(iv[k, 1])}] | "
+                       f"{n[k]:.1f} |")
+    return out
 
 
 def reliability_png(result, sessions, o: int) -> bytes:

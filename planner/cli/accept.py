@@ -246,7 +246,7 @@ def format_view(v: dict) -> str:
     for d in v["documents"]:
         status = d["status"] + (": " + "; ".join(d["reasons"]) if d["reasons"] else "") + \
             (" (withheld)" if d["withheld"] else "")
-        out.append(f"  {d['source']:<14} {d['document']:<13} {d['label']:<12} {d['p']:>6.3f}  {status}")
+        out.append(f"  {d['source']:<14} {d['document']:<13} {d['label']:<12} {status}")
     out.append(f"stop: {v['stop']['cause']}" + (f" ({v['stop']['dimension']})" if v["stop"]["dimension"] else ""))
     out.append("settlement: " + settlement_line(v["settlement"]))
     return "\n".join(out)
@@ -277,7 +277,8 @@ def cmd_query(args) -> int:
     cals = given or _calibrators(args, retrieval)
     caller = Caller(entitlements=args.entitlement, purpose=args.purpose)
     t = retrieval.run(query, calibrators=cals, losses=losses, limit=args.limit, caller=caller, budget=budget,
-                      rule=args.rule, down=args.down, refuse_after=refuse, decision_date=date)
+                      rule=args.rule, down=args.down, refuse_after=refuse, decision_date=date,
+                      audience=args.consumer if args.view else None)
     receipt = settlement_receipt(t)
     if args.receipt:
         write_text(args.receipt, json.dumps(receipt, indent=2) + "\n")
@@ -522,8 +523,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the receipt (JSON)")
     p.add_argument("--receipt", metavar="FILE", action=Once, help="also write the receipt to FILE")
     p.add_argument("--view", action="store_true",
-                   help="print what a consumer may see of the receipt instead (the consumer holds the --consumer "
-                        "entitlements, none if not given)")
+                   help="run the query for a consumer (holding the --consumer entitlements, none if not given: "
+                        "nothing it may not see is walked) and print its view instead")
     p.add_argument("--consumer", action="append", default=[], metavar="E",
                    help="with --view: an entitlement the consumer holds (repeatable)")
     p.set_defaults(func=cmd_query)

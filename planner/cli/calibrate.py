@@ -7,7 +7,7 @@ import sys
 from planner.io.atomic import write_text
 from planner.calibration.calibrate import METHODS, PRIOR_STRENGTH, calibrate, calibrated_data, dump_domain
 from planner.cli.common import (Once, add_caller_args, caller_from_args, count_int, policy_from_args,
-                                 progress_bar, seed_int)
+                                 progress_bar, seed_int, warn)
 from planner.model.domain import load_domain
 from planner.errors import PlannerError
 from planner.policies import DEFAULT_POLICY
@@ -61,10 +61,14 @@ def cmd_calibrate(args) -> int:
         every = len(log.sessions())
     if not sessions:
         raise PlannerError(f"{args.log}: no session of {domain.name} in the log ({every} sessions of other domains)")
-    result = calibrate(domain, sessions, method=args.method, prior_strength=args.prior_strength, seed=args.seed)
+    result = calibrate(domain, sessions, method=args.method, prior_strength=args.prior_strength, seed=args.seed,
+                       estimate_prior=not args.hold_prior)
+    for w in result.identification.warnings:
+        warn(w)
     data = calibrated_data(result, date=args.date)
     header = (f"Calibrated by `planner calibrate` from {args.log} ({result.used} sessions, method {result.method}, "
-              f"prior strength {result.prior_strength:g}).\nThe likelihoods are posterior means; the calibration "
+              f"prior strength {result.prior_strength:g}; world prior "
+              f"{'estimated' if result.prior_estimated else 'held'}; identification {result.identification.status}).\nThe likelihoods are posterior means; the calibration "
               "block says where they came from (docs/calibration.md).")
     text = dump_domain(data, header)
     from planner.model.domain import Domain
@@ -88,7 +92,7 @@ def cmd_calibrate(args) -> int:
         from planner.calibration.report import report_text
 
         text = report_text(result, sessions)
-        summary = [line for line in text.splitlines() if line.startswith("**")]
+        summary = [line for line in text.splitlines() if line.startswith("**") and not line.startswith("- warning")]
         print("\n".join(summary), file=say)
     return 0
 
@@ -106,7 +110,10 @@ def register(sub) -> None:
                         "resolved: count resolved sessions only")
     p.add_argument("--prior-strength", type=float, default=PRIOR_STRENGTH, metavar="K", action=Once,
                    help=f"pseudo-counts of the declared row in each row's Dirichlet prior (default {PRIOR_STRENGTH:g})")
-    p.add_argument("--seed", type=seed_int, default=0, action=Once, help="seeds the interval draws (default 0)")
+    p.add_argument("--hold-prior", action="store_true",
+                   help="hold the world prior at the declared one (default: estimate it with the rows)")
+    p.add_argument("--seed", type=seed_int, default=0, action=Once,
+                   help="seeds the dispersed EM starts and the interval draws (default 0)")
     p.add_argument("--date", action=Once, help="the calibration's date (default: today)")
     p.set_defaults(func=cmd_calibrate)
 

@@ -262,8 +262,9 @@ class Conservative(Policy):
     Examples
     --------
     On an uncalibrated domain it is an error; on the payment case calibrated
-    on 20 logged sessions of the registry, the registry's net stays well above
-    0 across the draws (its 5% to 95% interval), so the base's choice stands.
+    on 40 logged sessions of the registry, the registry's net stays above 0
+    across the draws (its 5% to 95% interval), so the base's choice stands
+    (on 20, with the world prior estimated too, its lower end falls below 0).
 
     >>> import numpy as np, planner
     >>> from planner.calibration.calibrate import calibrate, calibrated_data
@@ -273,12 +274,12 @@ class Conservative(Policy):
     ...
     planner.errors.PolicyError: payment_release: conservative planning needs a calibrated domain (planner calibrate writes one)
     >>> log = [{"acquisitions": [("approval_registry", w)], "resolution": {"approval": w}}
-    ...        for w in ["approved"] * 11 + ["pending"] * 9]
+    ...        for w in ["approved"] * 22 + ["pending"] * 18]
     >>> cal = planner.Domain.from_dict(calibrated_data(calibrate(d, log), date="2026-12-01"))
     >>> step = planner.Session(cal, Conservative(OneStepEVSI())).next()
     >>> row = step.candidates[0]
     >>> step.observation, step.info["overruled"], [round(x, 2) for x in row.interval]
-    ('approval_registry', False, [3.94, 4.15])
+    ('approval_registry', False, [0.43, 4.1])
 
     See Also
     --------

@@ -112,10 +112,13 @@ class IndexSource:
     def index_id(self) -> str:
         return self.index.index_id
 
-    def pages(self, query):
+    def pages(self, query, visible=None):
+        """Pages of ``(document, score)``; `visible` (a predicate on documents) filters before paging."""
         if self.down:
             raise ProviderError(self.spec.name, "connection refused")
         ranked = self.index.ranked(query.text)
+        if visible is not None:
+            ranked = [item for item in ranked if visible(item[0])]
         size = max(1, int(self.spec.page_size))
         for page, start in enumerate(range(0, len(ranked), size)):
             if self.refuse_after is not None and page >= self.refuse_after:

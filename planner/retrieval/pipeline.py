@@ -115,16 +115,17 @@ class Retrieval:
 
     def run(self, query: Query | str, *, calibrators: CalibratorSet, losses=None, limit: int = 5,
             caller: Caller | None = None, budget: QueryBudget | None = None, rule: str = "accept", down=(),
-            refuse_after=None, decision_date=None):
+            refuse_after=None, decision_date=None, audience=None):
         """Run one query (a corpus query, or its id) through the traversal `rule`; returns the Traversal.
 
         `rule` is ``accept`` (ACCEPTED-TOP-K with `losses`), ``plain`` or
         ``postfilter`` (top-`limit`). The decision date defaults to the
         corpus' snapshot date (``as_of``), so that a run replays whatever the
-        day.
+        day. `audience`: the consumer the result is for (see
+        :func:`~planner.retrieval.topk.accepted_top_k`).
         """
         q = self.corpus.query(query) if isinstance(query, str) else query
-        kw = dict(caller=caller, budget=budget, decision_date=decision_date or self.corpus.as_of)
+        kw = dict(caller=caller, budget=budget, decision_date=decision_date or self.corpus.as_of, audience=audience)
         srcs = self.sources(down=down, refuse_after=refuse_after)
         if rule == "accept":
             if losses is None:

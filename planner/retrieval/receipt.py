@@ -12,37 +12,44 @@ it against the schema, and re-derives its settlement from its trace
 (:func:`receipt_tally` then :func:`~planner.retrieval.settlement.settle`): a
 receipt whose settlement does not follow from what it records is refused.
 
-Consumer views: the same allow-list as session receipts
-----------------------------------------------------------
-:func:`consumer_view` renders a receipt for a consumer holding some
-entitlements, the way :func:`planner.session.redact.redact_receipt` renders a
+Consumer views: a traversal for the consumer, then the allow-list of session receipts
+---------------------------------------------------------------------------------------
+A consumer's view must not depend on what is hidden from it: where the walk
+stopped, how much budget was left, how many were delivered before the limit
+all count hidden documents if they were walked. So a view is made from a
+traversal *for* the consumer (``accepted_top_k(..., audience=entitlements)``):
+every document and source the consumer may not see is left out by the source
+before paging, and the walk, its budgets, its stop and its settlement are
+those of the sources without them. :func:`consumer_view` then renders that
+receipt the way :func:`planner.session.redact.redact_receipt` renders a
 session receipt: a new document built from an allow-list, never a copy with
-things deleted, and *who may see what* decided by
+things deleted, *who may see what* decided by
 :func:`planner.session.redact.may_see` (a document needs its access label's
-entitlement; a source, its own). A document the consumer may not see is not
-named, and not counted either: "three confidential documents matched" tells
-a consumer that they exist. Every number in a view is computed from the rows
-the consumer may see, so a view is the same whether or not the hidden
-documents were there (a property test holds it):
+entitlement; a source, its own). It refuses, on entitlements alone, a receipt
+whose audience is not contained in the consumer's entitlements (or that had
+no audience): such a walk may have counted documents the consumer may not
+know of. A property test re-runs the traversal on sources that never held the
+hidden documents and compares the whole view.
+
+A view holds:
 
 - the query, its filters, the rule, the losses and thresholds, the stop's
-  cause and dimension (words, no counts);
+  cause and dimension;
 - calibrators of visible sources;
 - visible sources: name, status, the gate reasons (not the provider's own
   words on why it failed: free text, dropped as session views drop a tool's
   note);
 - visible candidates: document, source, label, kind, language, date,
-  calibrated relevance, verdict, status, reasons, withheld (rank, position
-  and time are left out: they count what came before);
-- the settlement, **re-derived** by :func:`~planner.retrieval.settlement.settle`
-  from the visible rows (so a ``withheld`` whose documents the consumer may
-  not know of reads ``empty`` or ``abstained``; a ``complete`` whose delivered
-  documents are all hidden reads as what the visible rows say), and counts by
-  access label only for labels the consumer may see.
+  verdict, status, reasons, withheld;
+- the settlement, re-derived by :func:`~planner.retrieval.settlement.settle`
+  from the rows, and counts by access label.
 
 Left out: the caller's entitlements (beyond ``redacted_for``), the limit, the
-budget and what was spent, the timing, the recorded settlement: they count
-or time hidden work.
+budget and what was spent, the timing, rank, position and the raw score and
+calibrated relevance: the scores of an index with corpus-wide statistics
+(BM25's document frequencies and average length count every document of the
+index, hidden ones included) are the one channel a traversal cannot close, so
+the view carries the verdicts they led to, not the numbers.
 """
 
 from __future__ import annotations
@@ -106,6 +113,7 @@ def settlement_receipt(t) -> dict:
                   "max_age_days": q.max_age_days},
         "caller": {"entitlements": sorted(t.caller.entitlements), "purpose": t.caller.purpose,
                    "decision_date": t.decision_date.isoformat()},
+        "audience": None if t.audience is None else sorted(t.audience),
         "rule": t.rule,
         "limit": t.limit,
         "losses": t.losses.to_json() if t.losses is not None else None,
@@ -216,16 +224,27 @@ def consumer_view(receipt: dict, entitlements) -> dict:
     >>> from planner.retrieval.synthetic import starving_list
     >>> from planner.retrieval.topk import accepted_top_k
     >>> case = starving_list()
-    >>> r = settlement_receipt(accepted_top_k(case.query, case.sources, case.calibrators, case.losses, limit=5,
-    ...                                       caller=case.caller, decision_date=case.date))
-    >>> v = consumer_view(r, ["staff"])
+    >>> def receipt_for(audience):
+    ...     return settlement_receipt(accepted_top_k(case.query, case.sources, case.calibrators, case.losses,
+    ...                                              limit=5, caller=case.caller, decision_date=case.date,
+    ...                                              audience=audience))
+    >>> v = consumer_view(receipt_for(["staff"]), ["staff"])
     >>> v["settlement"]["kind"], v["settlement"]["withheld"], "confidential" in json.dumps(v)
     ('complete', 0, False)
-    >>> consumer_view(r, ["staff", "confidential.read"])["settlement"]["withheld_by_label"]
+    >>> consumer_view(receipt_for(["staff", "confidential.read"]), ["staff", "confidential.read"])["settlement"]["withheld_by_label"]
     {'confidential': 10}
     """
     validate_settlement_receipt(receipt)
     held = Caller(entitlements=entitlements).entitlements
+    audience = receipt.get("audience")
+    # decided on entitlements alone, never on what the receipt holds (a refusal that depended on hidden rows
+    # would itself tell of them)
+    if audience is None or not set(audience) <= held:
+        who = "no audience (every document walked)" if audience is None else \
+            f"an audience holding {', '.join(audience) or 'nothing'}"
+        raise SettlementReceiptError(
+            f"the receipt's traversal ran for {who}: a view for a consumer holding {', '.join(sorted(held)) or 'nothing'} "
+            "needs a traversal for that consumer (audience=..., planner accept query --view --consumer E)")
     src_ent = {s["name"]: s.get("entitlement") for s in receipt["sources"]}
 
     def source_visible(name) -> bool:
@@ -256,7 +275,7 @@ def consumer_view(receipt: dict, entitlements) -> dict:
         "calibrators": [dict(c) for c in receipt["calibrators"] if source_visible(c["index"])],
         "sources": [{"name": s["name"], "status": s["status"], "reasons": list(s["reasons"])} for s in sources],
         "documents": [{"document": e["document"], "source": e["source"], "label": e["label"], "kind": e["kind"],
-                       "language": e["language"], "date": e["date"], "p": e["p"], "verdict": e["verdict"],
+                       "language": e["language"], "date": e["date"], "verdict": e["verdict"],
                        "status": e["status"], "reasons": list(e["reasons"]), "withheld": e["withheld"]}
                       for e in rows],
         "delivered": [e["document"] for e in rows if e["status"] == DELIVERED],

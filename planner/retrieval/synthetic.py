@@ -62,9 +62,11 @@ class ListSource:
     def index_id(self) -> str:
         return f"synthetic:{self.spec.name}"
 
-    def pages(self, query):
+    def pages(self, query, visible=None):
+        """Pages of ``(document, score)``; `visible` (a predicate on documents) filters before paging."""
+        items = self.items if visible is None else tuple(it for it in self.items if visible(it[0]))
         size = max(1, int(self.spec.page_size))
-        chunks = [self.items[i:i + size] for i in range(0, len(self.items), size)]
+        chunks = [items[i:i + size] for i in range(0, len(items), size)]
         page = 0
         while True:
             if self.fail_at_page is not None and page >= self.fail_at_page:

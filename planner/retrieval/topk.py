@@ -277,6 +277,10 @@ class Traversal:
     wall_ms : float
         Measured wall-clock time of the traversal (not replayed).
     settlement : planner.retrieval.settlement.Settlement
+    audience : frozenset or None
+        The entitlements of the consumer the traversal ran for (None: no
+        one's, every document the sources hold was walked). With an
+        audience, what it may not see was never walked.
     """
 
     query: object
@@ -296,6 +300,7 @@ class Traversal:
     first_accept_ms: float | None
     wall_ms: float
     settlement: object
+    audience: frozenset | None = None
 
     @property
     def delivered(self) -> tuple:
@@ -327,8 +332,39 @@ class _Stream:
         self.last_score = math.inf
         self.head = None  # (key, rank, doc, score, p)
 
-    def open(self, query):
-        self.pages = iter(self.source.pages(query))
+    def open(self, query, visible=None):
+        if visible is None:
+            self.pages = iter(self.source.pages(query))
+        elif _takes_visible(self.source):
+            self.pages = iter(self.source.pages(query, visible=visible))
+        else:
+            self.pages = _filtered_pages(self.source.pages(query), visible, max(1, int(self.source.spec.page_size)))
+
+
+def _takes_visible(source) -> bool:
+    import inspect
+
+    try:
+        return "visible" in inspect.signature(source.pages).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _filtered_pages(pages, visible, size):
+    """A source's pages with the documents `visible` refuses taken out, re-cut to `size` per page."""
+    buf = []
+    for page in pages:
+        buf.extend(item for item in page if visible(item[0]))
+        while len(buf) >= size:
+            yield buf[:size]
+            buf = buf[size:]
+    if buf:
+        yield buf
+
+
+def _sees(held):
+    """The predicate of what a consumer holding `held` may see: a document or source needs its entitlement."""
+    return lambda thing: thing.entitlement is None or thing.entitlement in held
 
 
 @attrs.frozen(kw_only=True)
@@ -343,7 +379,7 @@ def _check_limit(limit):
 
 
 def _traverse(query, sources, calibrators, caller: Caller, rule: _Rule, limit: int, budget: QueryBudget,
-              cost: CostModel, decision_date: _dt.date) -> Traversal:
+              cost: CostModel, decision_date: _dt.date, audience=None) -> Traversal:
     _check_limit(limit)
     if not isinstance(budget, QueryBudget):
         raise QueryError("budget: expected a QueryBudget")
@@ -351,6 +387,12 @@ def _traverse(query, sources, calibrators, caller: Caller, rule: _Rule, limit: i
     names = [src.spec.name for src in sources]
     if len(set(names)) != len(names):
         raise QueryError(f"sources: each name once, got {', '.join(names)}"[:200])
+    held = None if audience is None else Caller(entitlements=audience).entitlements
+    visible = None if held is None else _sees(held)
+    if visible is not None:
+        # what the audience may not see does not exist for this traversal: sources are not asked, documents
+        # are left out by the source before paging (so no page, budget, limit or stop ever counts them)
+        sources = [src for src in sources if visible(src.spec)]
     started = time.perf_counter()
     runs = {}
     streams = []
@@ -424,7 +466,7 @@ def _traverse(query, sources, calibrators, caller: Caller, rule: _Rule, limit: i
         streams_to_open = streams
     for st in streams_to_open:
         try:
-            st.open(query)
+            st.open(query, visible)
         except ProviderError as e:
             fail(st, e)
             continue
@@ -497,7 +539,7 @@ def _traverse(query, sources, calibrators, caller: Caller, rule: _Rule, limit: i
                                if s.status in ("unavailable", "refused")])
     ordered = tuple(runs[s.spec.name] for s in sources)
     return Traversal(query=query, caller=caller, rule=rule.name, limit=limit, losses=rule.losses, budget=budget,
-                     cost=cost, decision_date=decision_date,
+                     cost=cost, decision_date=decision_date, audience=held,
                      calibrators=tuple(st.calibrator.identity() for st in streams),
                      sources=ordered, trace=tuple(trace), cause=state["cause"], dimension=state["dimension"],
                      spent=spent, first_accept_ms=first_accept, wall_ms=(time.perf_counter() - started) * 1e3,
@@ -506,7 +548,7 @@ def _traverse(query, sources, calibrators, caller: Caller, rule: _Rule, limit: i
 
 def accepted_top_k(query, sources, calibrators, losses: Losses, *, limit: int, caller: Caller | None = None,
                    budget: QueryBudget | None = None, cost: CostModel | None = None,
-                   decision_date: _dt.date) -> Traversal:
+                   decision_date: _dt.date, audience=None) -> Traversal:
     """ACCEPTED-TOP-K: the best `limit` candidates the acceptance rule includes, eligibility checked on the way.
 
     Parameters
@@ -528,6 +570,12 @@ def accepted_top_k(query, sources, calibrators, losses: Losses, *, limit: int, c
     cost : CostModel, optional
     decision_date : datetime.date
         The date ages are taken at.
+    audience : iterable of str, optional
+        The entitlements of the consumer the result is for. Every document and
+        source that consumer may not see is left out before the walk, as
+        though the sources did not hold it, so nothing about the result depends
+        on it (non-interference; a consumer view needs this). Default: no
+        audience, everything the sources hold is walked (the owner's receipt).
 
     Examples
     --------
@@ -544,12 +592,12 @@ def accepted_top_k(query, sources, calibrators, losses: Losses, *, limit: int, c
     if not isinstance(losses, Losses):
         raise QueryError("losses: expected Losses (C_FP, C_FN and optionally C_R)")
     return _traverse(query, sources, calibrators, caller, _Rule(name="accept", losses=losses), limit,
-                     budget or QueryBudget(), cost or CostModel(), decision_date)
+                     budget or QueryBudget(), cost or CostModel(), decision_date, audience)
 
 
 def plain_top_k(query, sources, calibrators, *, k: int, caller: Caller | None = None,
                 budget: QueryBudget | None = None, cost: CostModel | None = None,
-                decision_date: _dt.date) -> Traversal:
+                decision_date: _dt.date, audience=None) -> Traversal:
     """The first `k` eligible candidates in calibrated order, every one included (no acceptance rule).
 
     >>> from planner.retrieval.synthetic import starving_list
@@ -559,12 +607,12 @@ def plain_top_k(query, sources, calibrators, *, k: int, caller: Caller | None = 
     ('e01', 'e02', 'e03', 'e04', 'e05')
     """
     return _traverse(query, sources, calibrators, caller, _Rule(name="plain", losses=None), k,
-                     budget or QueryBudget(), cost or CostModel(), decision_date)
+                     budget or QueryBudget(), cost or CostModel(), decision_date, audience)
 
 
 def postfiltered_top_k(query, sources, calibrators, *, k: int, caller: Caller | None = None,
                        budget: QueryBudget | None = None, cost: CostModel | None = None,
-                       decision_date: _dt.date) -> Traversal:
+                       decision_date: _dt.date, audience=None) -> Traversal:
     """The anti-pattern: cut the top `k` first, filter by the gates after (the plain walk over `k` candidates).
 
     >>> from planner.retrieval.synthetic import starving_list
@@ -578,4 +626,4 @@ def postfiltered_top_k(query, sources, calibrators, *, k: int, caller: Caller | 
     b = budget or QueryBudget()
     cap = k if b.candidates is None else min(k, b.candidates)
     return _traverse(query, sources, calibrators, caller, _Rule(name="postfilter", losses=None), k,
-                     attrs.evolve(b, candidates=cap), cost or CostModel(), decision_date)
+                     attrs.evolve(b, candidates=cap), cost or CostModel(), decision_date, audience)

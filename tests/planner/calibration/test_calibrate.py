@@ -11,7 +11,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 import planner
-from planner.calibration.calibrate import CalibrationError, calibrate, calibrated_data, dump_domain, posterior_draws
+from planner.calibration.calibrate import JEFFREYS, CalibrationError, calibrate, calibrated_data, dump_domain, posterior_draws
 from planner.compile import _case_probs, assemble, compile_domain
 from planner.errors import DomainError, PlannerError
 from planner.evaluation.evaluate import evaluate_policy, expected_loss_under
@@ -74,7 +74,7 @@ def test_resolved_sessions_are_counted_exactly(payment, truth):
         w = ["approved", "pending"].index(s["resolution"]["approval"])
         counts[w, ["approved", "pending"].index(s["acquisitions"][1][1])] += 1
     assert_allclose(res.counts[o], counts)
-    assert_allclose(res.alpha[o], 4.0 * np.array([[0.99, 0.01], [0.01, 0.99]]) + counts)
+    assert_allclose(res.alpha[o], 4.0 * np.array([[0.99, 0.01], [0.01, 0.99]]) + JEFFREYS + counts)
     assert_allclose(res.rows[o], res.alpha[o] / res.alpha[o].sum(axis=1, keepdims=True))
     assert not res.latent  # every world known: exact Dirichlet intervals
     lo, hi = res.interval[o][..., 0], res.interval[o][..., 1]

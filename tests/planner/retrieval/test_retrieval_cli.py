@@ -42,10 +42,16 @@ def test_a_query_prints_its_settlement_and_receipt(capsys, tmp_path):
     assert "exclude p < 0.333 <= abstain < 0.750 <= include" in out
     data = json.loads(receipt.read_text())
     assert data["settlement"]["kind"] == "withheld"
+    # the owner's receipt walked documents a staff consumer may not see: no view is made from it
+    code, _, err = run(capsys, "redact", str(receipt), "--entitlement", "staff")
+    assert code == 2 and "needs a traversal for that consumer" in err and "Traceback" not in err
+    code, out, _ = run(capsys, "query", "q041", "--entitlement", "staff", "--view", "--consumer", "staff",
+                       "--receipt", str(receipt))
+    assert code == 0 and "settlement: abstained" in out and "confidential" not in out
     code, out, _ = run(capsys, "redact", str(receipt), "--entitlement", "staff")
     assert code == 0 and "settlement: abstained" in out and "confidential" not in out
-    code, out, _ = run(capsys, "redact", str(receipt), "--entitlement", "staff", "--entitlement", "confidential.read",
-                       "--json")
+    code, out, _ = run(capsys, "query", "q041", "--entitlement", "staff", "--view", "--consumer", "staff",
+                       "--consumer", "confidential.read", "--json")
     assert json.loads(out)["settlement"]["kind"] == "withheld"
     code, out, _ = run(capsys, "query", "q041", "--entitlement", "staff", "--json")
     assert json.loads(out)["settlement"]["kind"] == "withheld"

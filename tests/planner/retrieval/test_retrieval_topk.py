@@ -197,12 +197,14 @@ def test_plain_and_postfiltered_top_k_deliver_only_eligible_candidates(case):
 @pytest.mark.slow
 @given(cases())
 def test_a_consumer_never_sees_a_document_it_may_not_know(case):
-    t = accepted_top_k(case["query"], case["sources"], case["calibrators"], case["losses"], limit=case["limit"],
-                       caller=case["caller"], budget=case["budget"], decision_date=DATE)
-    receipt = settlement_receipt(t)
     consumer = Caller(entitlements=sorted(case["caller"].entitlements)[:1]).entitlements
+    full = accepted_top_k(case["query"], case["sources"], case["calibrators"], case["losses"], limit=case["limit"],
+                          caller=case["caller"], budget=case["budget"], decision_date=DATE)
+    t = accepted_top_k(case["query"], case["sources"], case["calibrators"], case["losses"], limit=case["limit"],
+                       caller=case["caller"], budget=case["budget"], decision_date=DATE, audience=consumer)
+    receipt = settlement_receipt(t)
     view = json.dumps(consumer_view(receipt, consumer))
-    for e in t.trace:
+    for e in full.trace + t.trace:
         src_ent = next(s.spec.entitlement for s in case["sources"] if s.spec.name == e.source)
         visible = (e.doc.entitlement is None or e.doc.entitlement in consumer) and \
             (src_ent is None or src_ent in consumer)
