@@ -102,7 +102,7 @@ def node_work(compiled) -> tuple:
     >>> import planner
     >>> c = planner.compile_domain(planner.load_domain("payment_release"))
     >>> node_work(c)
-    (16, 112)
+    (28, 416)
     """
     S, O = int(compiled.n_states), len(compiled.obs_names)
     Y, A = int(compiled.lik.shape[1]), int(compiled.loss.shape[0])
