@@ -75,6 +75,7 @@ __all__ = [
     "will_compile",
     "python_only",
     "announce",
+    "quiet",
     "tier_for",
     "prepare",
     "registered",
@@ -100,6 +101,7 @@ _COMPILED: set = set()  # modules switched to the compiled tier
 _FORCED: list = [0]  # > 0 inside python_only()
 _NO_CACHE: list = []  # the first refusal, when numba had no cache location
 _ANNOUNCED: list = []  # the line was printed in this process
+_QUIET: list = [0]  # > 0 inside quiet()
 _PY_WORK: list = [0.0]  # state-operations run in the Python tier so far (prepare)
 
 
@@ -134,11 +136,16 @@ class Kernel:
         Options for ``numba.njit`` (``cache=True`` unless given).
     """
 
-    def __init__(self, fn, nrt: bool = True, options=None):
+    def __init__(self, fn, nrt: bool = True, options=None, writable=()):
         self.py_func = fn
         self.module = fn.__module__
         self.nrt = bool(nrt)
         self.options = dict(options or {})
+        names = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+        unknown = [w for w in writable if w not in names]
+        if unknown:
+            raise TypeError(f"kernel {fn.__qualname__}: writable names no argument: {', '.join(unknown)}")
+        self.writable = tuple(names.index(w) for w in writable)
         self._python = None  # the Python tier's copy
         self._dispatcher = None  # the compiled tier's dispatcher
         self._fast = None  # what a call runs once the module is compiled
@@ -190,7 +197,10 @@ class Kernel:
 
     def _first_call(self, *args, **kwargs):
         """The first compiled call from Python: announce a compile that will happen, then run."""
-        self._fast = call = self._dispatcher if self.nrt else self._guarded
+        call = self._dispatcher if self.nrt else self._guarded
+        if self.writable:
+            call = functools.partial(_writable_call, call, self.writable)
+        self._fast = call
         if not self.inline:
             announce(self)
         return call(*args, **kwargs)
@@ -208,7 +218,18 @@ class Kernel:
         return disp(*args)
 
 
-def kernel(fn=None, *, nrt: bool = True, **numba_options):
+def _writable_call(call, positions, *args, **kwargs):
+    """`call` with the read-only arrays at `positions` copied (so numba sees one array type there)."""
+    args = list(args)
+    for i in positions:
+        if i < len(args):
+            a = args[i]
+            if isinstance(a, np.ndarray) and not a.flags.writeable:
+                args[i] = a.copy()
+    return call(*args, **kwargs)
+
+
+def kernel(fn=None, *, nrt: bool = True, writable=(), **numba_options):
     """Declare a kernel: ``@kernel`` or ``@kernel(nrt=False, inline="always", ...)``.
 
     Parameters
@@ -219,6 +240,11 @@ def kernel(fn=None, *, nrt: bool = True, **numba_options):
     nrt : bool
         False compiles it without reference counting (``_nrt=False``): it must
         allocate no array and return none.
+    writable : tuple of str
+        Arguments (small per-node inputs: a belief, the pairs, a mask) that a
+        caller may hand over read-only or not; the compiled tier copies a
+        read-only one, so numba compiles one signature for both (a read-only
+        array is a distinct numba type). The kernel must not write them.
     **numba_options
         Passed to ``numba.njit`` when the module is compiled (``cache=True``
         unless given).
@@ -242,7 +268,7 @@ def kernel(fn=None, *, nrt: bool = True, **numba_options):
         raise TypeError(f"kernel: expected a function, got {fn!r}")
 
     def decorate(f):
-        return Kernel(f, nrt=nrt, options=numba_options)
+        return Kernel(f, nrt=nrt, options=numba_options, writable=writable)
 
     return decorate if fn is None else decorate(fn)
 
@@ -497,12 +523,22 @@ def announce(*what, seconds: int | None = None, stream=None) -> bool:
 
     Returns True when it printed the line.
     """
-    if _ANNOUNCED or not will_compile(*what):
+    if _ANNOUNCED or _QUIET[0] or not will_compile(*what):
         return False
     _ANNOUNCED.append(True)
     text = COMPILE_MESSAGE.format(seconds=COMPILE_SECONDS if seconds is None else seconds)
     print(text, file=sys.stderr if stream is None else stream, flush=True)
     return True
+
+
+@contextlib.contextmanager
+def quiet():
+    """No compile line inside the block (``planner warm`` says what it does itself; benchmarks)."""
+    _QUIET[0] += 1
+    try:
+        yield
+    finally:
+        _QUIET[0] -= 1
 
 
 def tier_for(estimated_work: float, python_budget: float = PYTHON_WORK, *, done: float = 0.0) -> str:

@@ -27,7 +27,7 @@ import numpy as np
 
 from lookahead import jit
 
-__all__ = ["KERNEL_MODULES", "search_work", "prepare_search", "KernelTime", "WarmReport", "warm"]
+__all__ = ["KERNEL_MODULES", "search_work", "prepare_search", "KernelTime", "WarmReport", "warm", "cache_folder"]
 
 #: The kernel modules the planner runs (what a compile switches, and what ``planner warm`` compiles).
 KERNEL_MODULES = ("lookahead.core", "lookahead.search", "lookahead.bounded")
@@ -78,7 +78,7 @@ def prepare_search(node, depth: int | None = None, cap: int | None = None) -> st
 
 @attrs.frozen
 class KernelTime:
-    """One kernel's compile: its name, the seconds numba spent on it (its callees' excluded) and its signatures."""
+    """One kernel's compile: its name, the CPU seconds numba spent on it (its callees' excluded), its signatures."""
 
     name: str
     seconds: float
@@ -87,7 +87,7 @@ class KernelTime:
 
 @attrs.frozen
 class WarmReport:
-    """What :func:`warm` did: per-kernel compile times (slowest first), the total and the wall time."""
+    """What :func:`warm` did: per-kernel compile CPU seconds (slowest first), their total and the wall time."""
 
     kernels: tuple
     total: float
@@ -98,10 +98,10 @@ class WarmReport:
         """The report as text lines (``planner warm`` prints them)."""
         width = max([len(k.name) for k in self.kernels] + [6])
         out = [f"{k.name:<{width}}  {k.seconds:6.2f} s" + (f"  ({k.signatures} signatures)" if k.signatures > 1 else "")
-               for k in self.kernels]
+               for k in self.kernels]  # noqa: E501
         if self.loaded:
             out.append(f"{len(self.loaded)} kernels already in numba's cache (loaded, not compiled)")
-        out.append(f"total compile {self.total:.2f} s ({self.wall:.2f} s wall for warm)")
+        out.append(f"total {self.total:.2f} s of CPU compiling ({self.wall:.2f} s wall, loading and runs included)")
         return out
 
 
@@ -140,8 +140,9 @@ def warm(modules=KERNEL_MODULES) -> WarmReport:
 
     Switches the modules to the compiled tier, then runs every planning path
     once (:func:`_workloads`). A kernel already in the cache is loaded and
-    reported as such. Times come from numba's own compile events; a kernel's
-    time excludes the kernels it calls (each counted once, under its own name).
+    reported as such. Times are CPU seconds (the machine may be shared), from
+    numba's own compile events; a kernel's time excludes the kernels it calls
+    (each counted once, under its own name).
     """
     from numba.core import event
 
@@ -150,11 +151,11 @@ def warm(modules=KERNEL_MODULES) -> WarmReport:
 
     class _Listener(event.Listener):
         def on_start(self, ev):
-            stack.append([ev.data["dispatcher"], time.perf_counter(), 0.0])
+            stack.append([ev.data["dispatcher"], time.process_time(), 0.0])
 
         def on_end(self, ev):
             disp, t0, inner = stack.pop()
-            spent = time.perf_counter() - t0
+            spent = time.process_time() - t0
             name = f"{disp.py_func.__module__}.{disp.py_func.__qualname__}"
             times[name] = times.get(name, 0.0) + spent - inner
             if stack:
@@ -165,7 +166,8 @@ def warm(modules=KERNEL_MODULES) -> WarmReport:
     listener = _Listener()
     event.register("numba:compile", listener)
     try:
-        _workloads()
+        with jit.quiet():
+            _workloads()
     finally:
         event.unregister("numba:compile", listener)
     wall = time.perf_counter() - t0
@@ -180,3 +182,13 @@ def warm(modules=KERNEL_MODULES) -> WarmReport:
                 loaded.append(name)
     kernels.sort(key=lambda k: (-k.seconds, k.name))
     return WarmReport(kernels=tuple(kernels), total=sum(k.seconds for k in kernels), wall=wall, loaded=tuple(loaded))
+
+
+def cache_folder() -> str:
+    """Where numba keeps the compiled kernels (``NUMBA_CACHE_DIR``, else beside the sources or a user folder)."""
+    from lookahead.search import _expectimax
+
+    try:
+        return str(_expectimax.dispatcher._cache._cache_path)
+    except AttributeError:  # no disk cache, or another numba layout
+        return "(none)"
