@@ -45,6 +45,9 @@ from planner.io.atomic import write_text  # noqa: E402
 from planner.evaluation.evaluate import evaluate_policy  # noqa: E402
 from planner.policies.bounded import Bounded  # noqa: E402
 from planner.generators import benchmark_domain  # noqa: E402
+from lookahead.jit import ensure_compiled  # noqa: E402
+
+ensure_compiled()  # the compiled tier throughout (small searches would otherwise run in Python)
 
 CHAIN = 3
 STATES = 8

@@ -28,7 +28,7 @@ A caller that is about to plan estimates the work first (in
 *state-operations*, the unit of :data:`lookahead.search.MAX_WORK`: nodes x S x
 (A + Y x O)) and calls :func:`prepare`:
 
->>> prepare(252, ["lookahead.search"])      # the seed case's exhaustive search: 9 nodes
+>>> prepare(448, ["lookahead.search"])      # the seed case's search: at most 16 nodes
 'python'
 
 Below :data:`PYTHON_WORK` (counted over the whole process, so that many small
@@ -271,6 +271,15 @@ def kernel(fn=None, *, nrt: bool = True, writable=(), **numba_options):
         return Kernel(f, nrt=nrt, options=numba_options, writable=writable)
 
     return decorate if fn is None else decorate(fn)
+
+
+def njit(*args, **options):
+    """``numba.njit`` at once (imports numba): only for old revisions of the kernels that ``bench/bench_kernel.py``
+    imports side by side with today's; new kernels use :func:`kernel`."""
+    if args and callable(args[0]) and not options:
+        return _numba_njit(cache=True)(args[0])
+    options.setdefault("cache", True)
+    return _numba_njit(**options)
 
 
 def registered() -> dict:

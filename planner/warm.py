@@ -6,9 +6,9 @@ planning call pays for compiling them (:mod:`lookahead.jit`). A policy asks
 :func:`search_work`, the number of distinct nodes the search can reach (sets
 of (observation, outcome) pairs within the depth and the hard limits, capped
 at the node budget) times the work of one node, ``S x (A + Y x O)``
-state-operations. On the seed's payment case that is 9 nodes, 252
-state-operations: the Python tier answers in milliseconds and nothing is
-compiled. Above :data:`lookahead.jit.PYTHON_WORK` (over the whole process) the
+state-operations. On the seed's payment case that is 16 sets of pairs
+(the search meets 9 of them), 448 state-operations: the Python tier answers
+in milliseconds and nothing is compiled. Above :data:`lookahead.jit.PYTHON_WORK` (over the whole process) the
 kernels are compiled, after one line on stderr.
 
 :func:`warm` compiles every kernel ahead of time into numba's on-disk cache
@@ -27,7 +27,7 @@ import numpy as np
 
 from lookahead import jit
 
-__all__ = ["KERNEL_MODULES", "search_work", "prepare_search", "KernelTime", "WarmReport", "warm", "cache_folder"]
+__all__ = ["KERNEL_MODULES", "search_work", "node_work", "prepare_search", "KernelTime", "WarmReport", "warm", "cache_folder"]
 
 #: The kernel modules the planner runs (what a compile switches, and what ``planner warm`` compiles).
 KERNEL_MODULES = ("lookahead.core", "lookahead.search", "lookahead.bounded")
@@ -44,8 +44,8 @@ def search_work(node, depth: int | None = None, cap: int | None = None) -> float
 
     >>> import planner
     >>> n = planner.Session(planner.load_domain("payment_release")).node
-    >>> search_work(n)          # 9 nodes x 2 states x (2 actions + 3 outcome slots x 4 observations)
-    252.0
+    >>> search_work(n)   # 16 sets of pairs x 2 states x (2 actions + 3 outcome slots x 4 observations)
+    448.0
     """
     c = node.compiled
     cand = np.flatnonzero(node.admission.admitted & (node.outcome_of < 0) & node.affordable)
@@ -66,14 +66,32 @@ def search_work(node, depth: int | None = None, cap: int | None = None) -> float
     return nodes * S * (A + Y * O)
 
 
+def node_work(node) -> float:
+    """State-operations of the per-node kernels one decision runs: the one-step table, ``O x Y x S x (A + 1)``.
+
+    >>> import planner
+    >>> node_work(planner.Session(planner.load_domain("payment_release")).node)
+    72.0
+    """
+    c = node.compiled
+    return float(len(c.obs_names) * c.lik.shape[1] * c.n_states * (c.loss.shape[0] + 1))
+
+
 def prepare_search(node, depth: int | None = None, cap: int | None = None) -> str:
-    """The tier for a search from `node` (:func:`search_work`): ``"python"``, or ``"compiled"`` after compiling.
+    """The tier for a search from `node`: ``"python"``, or ``"compiled"`` after switching the search kernels.
+
+    The per-node kernels (:mod:`lookahead.core`) and the searches
+    (:mod:`lookahead.search`, :mod:`lookahead.bounded`) are decided apart
+    (:func:`node_work`, :func:`search_work`): a search over 8 states needs
+    its kernels compiled long before the one-step table does, and compiling
+    only what pays keeps the first run short.
 
     >>> import planner
     >>> prepare_search(planner.Session(planner.load_domain("payment_release")).node)
     'python'
     """
-    return jit.prepare(search_work(node, depth, cap), KERNEL_MODULES)
+    jit.prepare(node_work(node), ("lookahead.core",))
+    return jit.prepare(search_work(node, depth, cap), ("lookahead.search", "lookahead.bounded"))
 
 
 @attrs.frozen
