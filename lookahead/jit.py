@@ -26,9 +26,10 @@ Deciding the tier
 -----------------
 A caller that is about to plan estimates the work first (in
 *state-operations*, the unit of :data:`lookahead.search.MAX_WORK`: nodes x S x
-(A + Y x O)) and calls :func:`prepare`:
+(A + Y x O); :mod:`planner.tiers` has the planner's estimate) and calls
+:func:`prepare`, which decides with :func:`tier_for`:
 
->>> prepare(448, ["lookahead.search"])      # the seed case's search: at most 16 nodes
+>>> tier_for(448)      # the seed case's search: at most 16 nodes of 28 state-operations
 'python'
 
 Below :data:`PYTHON_WORK` (counted over the whole process, so that many small

@@ -17,7 +17,7 @@ import numpy as np
 from lookahead.core import BUDGET_TOL, bayes_risk, node_facts, outcome_probs, posterior
 from lookahead.layout import NOT_TAKEN, STATUS_CONTRADICTED
 from lookahead.search import expectimax
-from planner.warm import prepare_search
+from planner.tiers import prepare_search
 from planner.gates.admission import BUDGET, Admission, Reason, precondition_reason
 from planner.compile import CompiledDomain
 

@@ -1,21 +1,11 @@
-"""Getting the kernels ready: the work estimate behind the tier choice, and ``planner warm``.
+"""``planner warm``: compile every kernel ahead of time into numba's on-disk cache (for images and CI).
 
-The kernels (:mod:`lookahead`) run as plain Python until the work of a
-planning call pays for compiling them (:mod:`lookahead.jit`). A policy asks
-:func:`prepare_search` before it searches: the estimate is
-:func:`search_work`, the number of distinct nodes the search can reach (sets
-of (observation, outcome) pairs within the depth and the hard limits, capped
-at the node budget) times the work of one node, ``S x (A + Y x O)``
-state-operations. On the seed's payment case that is 16 sets of pairs
-(the search meets 9 of them), 448 state-operations: the Python tier answers
-in milliseconds and nothing is compiled. Above :data:`lookahead.jit.PYTHON_WORK` (over the whole process) the
-kernels are compiled, after one line on stderr.
-
-:func:`warm` compiles every kernel ahead of time into numba's on-disk cache
-(``planner warm``, for images and CI): it switches every kernel module to
-the compiled tier and runs each planning path once on small generated
+:func:`warm` switches every kernel module to the compiled tier
+(:mod:`lookahead.jit`) and runs each planning path once on small generated
 domains, with the argument types real calls use, so a later process loads
-every kernel from the cache instead of compiling it.
+every kernel from the cache instead of compiling it; it reports the CPU
+seconds numba spent on each kernel. When the kernels are compiled at all is
+:mod:`planner.tiers`'s decision.
 """
 
 from __future__ import annotations
@@ -23,76 +13,12 @@ from __future__ import annotations
 import time
 
 import attrs
-import numpy as np
 
 from lookahead import jit
-
-__all__ = ["KERNEL_MODULES", "search_work", "node_work", "prepare_search", "KernelTime", "WarmReport", "warm", "cache_folder"]
-
-#: The kernel modules the planner runs (what a compile switches, and what ``planner warm`` compiles).
-KERNEL_MODULES = ("lookahead.core", "lookahead.search", "lookahead.bounded")
+from planner.tiers import KERNEL_MODULES
 
 
-def search_work(node, depth: int | None = None, cap: int | None = None) -> float:
-    """State-operations a search from `node` does at most: reachable nodes (capped at `cap`) x ``S x (A + Y x O)``.
-
-    The reachable nodes are the sets of at most `K` (observation, outcome)
-    pairs over the observations admitted, untaken and affordable at `node`
-    (the coefficients of ``prod_o (1 + n_outcomes[o] x)`` up to degree K),
-    where K is `depth` (None: no depth limit) and the most acquisitions each
-    hard limit leaves room for (its cheapest candidates first).
-
-    >>> import planner
-    >>> n = planner.Session(planner.load_domain("payment_release")).node
-    >>> search_work(n)   # 16 sets of pairs x 2 states x (2 actions + 3 outcome slots x 4 observations)
-    448.0
-    """
-    c = node.compiled
-    cand = np.flatnonzero(node.admission.admitted & (node.outcome_of < 0) & node.affordable)
-    k = len(cand) if depth is None else min(int(depth), len(cand))
-    left = np.asarray(c.limits, dtype=float) - np.asarray(node.spent, dtype=float)
-    for d in np.flatnonzero(np.isfinite(left)):
-        costs = np.sort(np.asarray(c.cost, dtype=float)[cand, d])
-        fits = int(np.searchsorted(np.cumsum(costs), left[d] + 1e-9, side="right"))
-        k = min(k, fits)
-    coef = np.zeros(k + 1)
-    coef[0] = 1.0
-    for o in cand:
-        coef[1:] = coef[1:] + coef[:-1] * float(c.n_outcomes[o])
-    nodes = float(coef.sum())
-    if cap is not None:
-        nodes = min(nodes, float(cap))
-    S, O, Y, A = c.n_states, len(c.obs_names), c.lik.shape[1], c.loss.shape[0]
-    return nodes * S * (A + Y * O)
-
-
-def node_work(node) -> float:
-    """State-operations of the per-node kernels one decision runs: the one-step table, ``O x Y x S x (A + 1)``.
-
-    >>> import planner
-    >>> node_work(planner.Session(planner.load_domain("payment_release")).node)
-    72.0
-    """
-    c = node.compiled
-    return float(len(c.obs_names) * c.lik.shape[1] * c.n_states * (c.loss.shape[0] + 1))
-
-
-def prepare_search(node, depth: int | None = None, cap: int | None = None) -> str:
-    """The tier for a search from `node`: ``"python"``, or ``"compiled"`` after switching the search kernels.
-
-    The per-node kernels (:mod:`lookahead.core`) and the searches
-    (:mod:`lookahead.search`, :mod:`lookahead.bounded`) are decided apart
-    (:func:`node_work`, :func:`search_work`): a search over 8 states needs
-    its kernels compiled long before the one-step table does, and compiling
-    only what pays keeps the first run short.
-
-    >>> import planner
-    >>> prepare_search(planner.Session(planner.load_domain("payment_release")).node)
-    'python'
-    """
-    jit.prepare(node_work(node), ("lookahead.core",))
-    return jit.prepare(search_work(node, depth, cap), ("lookahead.search", "lookahead.bounded"))
-
+__all__ = ["KernelTime", "WarmReport", "warm", "cache_folder"]
 
 @attrs.frozen
 class KernelTime:

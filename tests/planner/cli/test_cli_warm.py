@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from lookahead.jit import COMPILE_MESSAGE, COMPILE_SECONDS
-from planner.warm import KERNEL_MODULES
+from planner.tiers import KERNEL_MODULES
 
 
 def _cli(*args, cache):

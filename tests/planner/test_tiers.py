@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import planner
 from lookahead.jit import tier_for
-from planner.warm import node_work, prepare_search, search_work
+from planner.tiers import node_work, prepare_search, search_work
 from strategies import domain_dicts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
