@@ -167,6 +167,9 @@ class Kernel:
     def __get__(self, obj, objtype=None):  # a kernel stored on a class stays a plain function
         return self
 
+    def __reduce__(self):  # pickled by name, as a function is (worker processes import the module)
+        return _registered_kernel, (self.module, self.py_func.__qualname__)
+
     def __call__(self, *args, **kwargs):
         fast = self._fast
         if fast is not None and not _FORCED[0]:
@@ -228,6 +231,12 @@ def _writable_call(call, positions, *args, **kwargs):
             if isinstance(a, np.ndarray) and not a.flags.writeable:
                 args[i] = a.copy()
     return call(*args, **kwargs)
+
+
+def _registered_kernel(module: str, qualname: str) -> Kernel:
+    if module not in _REGISTRY:
+        importlib.import_module(module)
+    return _REGISTRY[module][qualname]
 
 
 def kernel(fn=None, *, nrt: bool = True, writable=(), **numba_options):

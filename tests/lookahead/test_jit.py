@@ -362,3 +362,9 @@ def test_writable_arguments_compile_one_signature_for_read_only_and_writable_arr
     assert len(m.total.dispatcher.signatures) == 1 and not frozen.flags.writeable
     with pytest.raises(TypeError, match="writable names no argument"):
         jit.kernel(writable=("y",))(lambda x: x)
+
+
+def test_a_kernel_pickles_by_name():
+    import pickle
+
+    assert pickle.loads(pickle.dumps(core.bayes_risk)) is core.bayes_risk
