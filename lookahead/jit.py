@@ -364,7 +364,8 @@ def _tier_copy(k: Kernel, table: dict, value, make):
     out = make(_copy(k.py_func, globs))
     if entry is None:
         return out, lambda: globs.update({n: value(v) for n, v in src.items() if isinstance(v, (Kernel, np.dtype))})
-    return out, None
+    # a kernel the module defined after its globals were copied
+    return out, lambda: globs.update({n: value(v) for n, v in src.items() if v is k})
 
 
 def _python_copy(k: Kernel):

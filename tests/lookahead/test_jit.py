@@ -368,3 +368,17 @@ def test_a_kernel_pickles_by_name():
     import pickle
 
     assert pickle.loads(pickle.dumps(core.bayes_risk)) is core.bayes_risk
+
+
+def test_a_kernel_defined_after_its_module_was_compiled_is_compiled_and_callable():
+    m = kernels_module("""
+        @kernel(cache=False)
+        def one():
+            return 1
+    """)
+    jit.ensure_compiled([m.__name__])
+    assert m.one() == 1
+    exec(compile("@kernel(cache=False)\ndef two():\n    return one() + 1\n", "<later>", "exec"), m.__dict__)
+    assert m.two() == 2 and m.two.dispatcher.signatures
+    with jit.python_only():
+        assert m.two() == 2
