@@ -101,7 +101,9 @@ def old_module(rev: str = OLD_REV):
 
 
 def new_module():
+    import lookahead.jit
     import lookahead.search
+    lookahead.jit.ensure_compiled(["lookahead.search"])  # the compiled tier (small searches would run in Python)
     return lookahead.search
 
 

@@ -61,6 +61,9 @@ from lookahead import reference  # noqa: E402
 from planner.model.domain import Domain  # noqa: E402
 from planner.policies.lookahead import Lookahead  # noqa: E402
 from planner.generators import benchmark_domain  # noqa: E402
+from lookahead.jit import ensure_compiled  # noqa: E402
+
+ensure_compiled()  # the compiled tier throughout (small searches would otherwise run in Python)
 
 SEED = 1
 SIZES_OBS = (8, 16, 32)

@@ -270,6 +270,9 @@ def bounded_search(c, n):
 
 def ours_solve(c, n, depth, *, stats=None):
     """The planner's value at the root: ``lookahead:depth`` (expectimax), or BoundedSearch when depth is None."""
+    from lookahead.jit import ensure_compiled
+
+    ensure_compiled()  # the compiled tier (a policy would choose it too: these searches are large)
     if depth is None:
         from lookahead.bounded import CERTIFIED
 
@@ -474,8 +477,10 @@ def machine_note() -> str:
 
 def full_lookahead(c, n):
     """``(value or None, CPU seconds, nodes)`` of ``lookahead:F`` (expectimax to full depth, default node cap)."""
+    from lookahead.jit import ensure_compiled
     from lookahead.search import SearchCapExceeded, expectimax
 
+    ensure_compiled()
     depth = len(c.obs_names)
     t0 = time.process_time()
     try:

@@ -19,6 +19,9 @@ from lookahead.search import expectimax
 from planner.model.domain import Domain
 from planner.policies.lookahead import Lookahead
 from planner.generators import benchmark_domain
+from lookahead.jit import ensure_compiled
+
+ensure_compiled()  # the compiled tier (small searches would otherwise run in Python)
 
 CASES = [(n_obs, n_states, depth) for n_obs in (8, 16, 32) for n_states in (8, 64) for depth in (1, 2, 3)]
 

@@ -163,7 +163,7 @@ def _reach_into(outcome_of, admitted, est_prop, est_value, ek, ea, eb, es, ec, e
         flags[1, a] = action_req[a] == NO_EXPR or vals[1, action_req[a]]
 
 
-@kernel
+@kernel(writable=("outcome_of",))
 def established_status(outcome_of, est_prop, est_kind, est_value, n_props):
     """Established value of each proposition at a node.
 
@@ -199,21 +199,21 @@ def _holds_all(req, mentions, vals, work):
     return out
 
 
-@kernel
+@kernel(writable=("outcome_of",))
 def permitted_actions(outcome_of, facts):
     """``bool[A]``: actions whose evidence requirements hold at the node."""
     work, vals = _node_facts(outcome_of, facts)
     return _holds_all(facts.action_req, facts.action_mentions, vals, work)
 
 
-@kernel
+@kernel(writable=("outcome_of",))
 def available_observations(outcome_of, facts):
     """``bool[O]``: observations whose preconditions hold at the node."""
     work, vals = _node_facts(outcome_of, facts)
     return _holds_all(facts.obs_req, facts.obs_mentions, vals, work)
 
 
-@kernel
+@kernel(writable=("outcome_of",))
 def node_facts(outcome_of, facts):
     """Status, permitted actions and available observations at a node, in one pass.
 
@@ -227,7 +227,7 @@ def node_facts(outcome_of, facts):
     return work[2].copy(), permitted, available
 
 
-@kernel
+@kernel(writable=("spent",))
 def affordable(o, spent, cost, limits):
     """True when acquiring `o` keeps every dimension within its hard limit."""
     for d in range(limits.shape[0]):
@@ -236,7 +236,7 @@ def affordable(o, spent, cost, limits):
     return True
 
 
-@kernel
+@kernel(writable=("belief", "permitted"))
 def bayes_risk(belief, loss, permitted):
     """R(b) = min over permitted u of sum_s b(s) L(u, s), and the minimising action.
 
@@ -258,7 +258,7 @@ def bayes_risk(belief, loss, permitted):
     return best, best_a
 
 
-@kernel
+@kernel(writable=("belief",))
 def outcome_probs(belief, lik_o, n_y, out):
     """P(y | b, o) for y < n_y into ``out : float64[Y]``; ``lik_o : float64[Y, S]``."""
     S = belief.shape[0]
@@ -270,7 +270,7 @@ def outcome_probs(belief, lik_o, n_y, out):
     return out
 
 
-@kernel
+@kernel(writable=("belief",))
 def posterior(belief, lik_oy, out):
     """Bayes update b_y(s) ∝ b(s) P(y | s) into `out`; returns the normaliser P(y | b)."""
     z = 0.0
@@ -284,16 +284,16 @@ def posterior(belief, lik_oy, out):
     return z
 
 
-@kernel
+@kernel(writable=("belief", "outcome_of"))
 def evsi(o, belief, outcome_of, lik, n_outcomes, loss, facts):
     """EVSI(o | b) = R(b) - sum_y P(y | b, o) R(b_y), facts updated per outcome.
 
     Returns ``(evsi, expected_posterior_risk)``.
     """
-    r0, _ = bayes_risk(belief, loss, permitted_actions(outcome_of, facts))
-    S = belief.shape[0]
-    post = np.empty(S)
+    # writable copies, whatever the caller's: the kernels it calls then compile for one signature
     child = outcome_of.copy()
+    post = belief.copy()
+    r0, _ = bayes_risk(post, loss, permitted_actions(child, facts))
     expected = 0.0
     for y in range(n_outcomes[o]):
         z = posterior(belief, lik[o, y], post)
@@ -305,7 +305,7 @@ def evsi(o, belief, outcome_of, lik, n_outcomes, loss, facts):
     return r0 - expected, expected
 
 
-@kernel
+@kernel(writable=("belief", "outcome_of", "mask"))
 def evsi_all(belief, outcome_of, lik, n_outcomes, loss, facts, mask, out):
     """EVSI of every observation where ``mask : bool[O]`` is set (``nan`` elsewhere)."""
     for o in range(mask.shape[0]):
@@ -316,7 +316,7 @@ def evsi_all(belief, outcome_of, lik, n_outcomes, loss, facts, mask, out):
     return out
 
 
-@kernel
+@kernel(writable=("outcome_of", "admitted"))
 def reachable_actions(outcome_of, admitted, facts, n_values):
     """``bool[A]``: actions that admissible evidence could still permit (an over-approximation).
 
@@ -338,7 +338,7 @@ def reachable_actions(outcome_of, admitted, facts, n_values):
     return flags[1].copy()
 
 
-@kernel
+@kernel(writable=("belief", "outcome_of", "admitted"))
 def evpi(belief, outcome_of, admitted, loss, facts, n_values):
     """EVPI under gates: R(b) - sum_s b(s) min over reachable u of L(u, s)."""
     r0, _ = bayes_risk(belief, loss, permitted_actions(outcome_of, facts))

@@ -26,9 +26,10 @@ Deciding the tier
 -----------------
 A caller that is about to plan estimates the work first (in
 *state-operations*, the unit of :data:`lookahead.search.MAX_WORK`: nodes x S x
-(A + Y x O)) and calls :func:`prepare`:
+(A + Y x O); :mod:`planner.tiers` has the planner's estimate) and calls
+:func:`prepare`, which decides with :func:`tier_for`:
 
->>> prepare(252, ["lookahead.search"])      # the seed case's exhaustive search: 9 nodes
+>>> tier_for(448)      # the seed case's search: at most 16 nodes of 28 state-operations
 'python'
 
 Below :data:`PYTHON_WORK` (counted over the whole process, so that many small
@@ -75,6 +76,7 @@ __all__ = [
     "will_compile",
     "python_only",
     "announce",
+    "quiet",
     "tier_for",
     "prepare",
     "registered",
@@ -85,11 +87,14 @@ __all__ = [
     "COMPILE_MESSAGE",
 ]
 
-#: State-operations the Python tier does in about a quarter of a second on a 2-core machine
-#: (measured: ``bench/bench_compile.py``; ``bench/results/compile.md``). Below it, compiling never pays.
+#: The Python tier's share of work (state-operations, over a process) before the kernels compile. The
+#: Python tier runs 0.6 to 3.7 million state-operations per CPU second (``bench/bench_compile.py``,
+#: ``bench/results/compile.md``), so this is at most about 1.6 s of Python, against about 20 s of compiling
+#: (:data:`COMPILE_SECONDS`) that every later process then loads from the cache in a fraction of a second.
 PYTHON_WORK = 1_000_000
-#: Seconds one process takes to compile the search kernels a planning run needs, on an idle 2-core
-#: machine (measured: ``bench/bench_compile.py``, ``bench/results/compile.md``); what :func:`announce` says.
+#: What :func:`announce` says a first compile costs: the CPU seconds of the first ``planner explain`` of an
+#: 8-state, 12-observation domain from an empty cache, less the same run from a warm one (23.3 s and
+#: 2.2 s on a 2-core machine; ``bench/results/compile.md``). A busy machine takes longer in wall time.
 COMPILE_SECONDS = 20
 #: The line :func:`announce` prints.
 COMPILE_MESSAGE = ("planner: compiling search kernels, first run only, about {seconds} s "
@@ -100,6 +105,7 @@ _COMPILED: set = set()  # modules switched to the compiled tier
 _FORCED: list = [0]  # > 0 inside python_only()
 _NO_CACHE: list = []  # the first refusal, when numba had no cache location
 _ANNOUNCED: list = []  # the line was printed in this process
+_QUIET: list = [0]  # > 0 inside quiet()
 _PY_WORK: list = [0.0]  # state-operations run in the Python tier so far (prepare)
 
 
@@ -134,11 +140,16 @@ class Kernel:
         Options for ``numba.njit`` (``cache=True`` unless given).
     """
 
-    def __init__(self, fn, nrt: bool = True, options=None):
+    def __init__(self, fn, nrt: bool = True, options=None, writable=()):
         self.py_func = fn
         self.module = fn.__module__
         self.nrt = bool(nrt)
         self.options = dict(options or {})
+        names = fn.__code__.co_varnames[:fn.__code__.co_argcount]
+        unknown = [w for w in writable if w not in names]
+        if unknown:
+            raise TypeError(f"kernel {fn.__qualname__}: writable names no argument: {', '.join(unknown)}")
+        self.writable = tuple(names.index(w) for w in writable)
         self._python = None  # the Python tier's copy
         self._dispatcher = None  # the compiled tier's dispatcher
         self._fast = None  # what a call runs once the module is compiled
@@ -158,6 +169,9 @@ class Kernel:
 
     def __get__(self, obj, objtype=None):  # a kernel stored on a class stays a plain function
         return self
+
+    def __reduce__(self):  # pickled by name, as a function is (worker processes import the module)
+        return _registered_kernel, (self.module, self.py_func.__qualname__)
 
     def __call__(self, *args, **kwargs):
         fast = self._fast
@@ -190,7 +204,10 @@ class Kernel:
 
     def _first_call(self, *args, **kwargs):
         """The first compiled call from Python: announce a compile that will happen, then run."""
-        self._fast = call = self._dispatcher if self.nrt else self._guarded
+        call = self._dispatcher if self.nrt else self._guarded
+        if self.writable:
+            call = functools.partial(_writable_call, call, self.writable)
+        self._fast = call
         if not self.inline:
             announce(self)
         return call(*args, **kwargs)
@@ -208,7 +225,24 @@ class Kernel:
         return disp(*args)
 
 
-def kernel(fn=None, *, nrt: bool = True, **numba_options):
+def _writable_call(call, positions, *args, **kwargs):
+    """`call` with the read-only arrays at `positions` copied (so numba sees one array type there)."""
+    args = list(args)
+    for i in positions:
+        if i < len(args):
+            a = args[i]
+            if isinstance(a, np.ndarray) and not a.flags.writeable:
+                args[i] = a.copy()
+    return call(*args, **kwargs)
+
+
+def _registered_kernel(module: str, qualname: str) -> Kernel:
+    if module not in _REGISTRY:
+        importlib.import_module(module)
+    return _REGISTRY[module][qualname]
+
+
+def kernel(fn=None, *, nrt: bool = True, writable=(), **numba_options):
     """Declare a kernel: ``@kernel`` or ``@kernel(nrt=False, inline="always", ...)``.
 
     Parameters
@@ -219,6 +253,11 @@ def kernel(fn=None, *, nrt: bool = True, **numba_options):
     nrt : bool
         False compiles it without reference counting (``_nrt=False``): it must
         allocate no array and return none.
+    writable : tuple of str
+        Arguments (small per-node inputs: a belief, the pairs, a mask) that a
+        caller may hand over read-only or not; the compiled tier copies a
+        read-only one, so numba compiles one signature for both (a read-only
+        array is a distinct numba type). The kernel must not write them.
     **numba_options
         Passed to ``numba.njit`` when the module is compiled (``cache=True``
         unless given).
@@ -242,9 +281,18 @@ def kernel(fn=None, *, nrt: bool = True, **numba_options):
         raise TypeError(f"kernel: expected a function, got {fn!r}")
 
     def decorate(f):
-        return Kernel(f, nrt=nrt, options=numba_options)
+        return Kernel(f, nrt=nrt, options=numba_options, writable=writable)
 
     return decorate if fn is None else decorate(fn)
+
+
+def njit(*args, **options):
+    """``numba.njit`` at once (imports numba): only for old revisions of the kernels that ``bench/bench_kernel.py``
+    imports side by side with today's; new kernels use :func:`kernel`."""
+    if args and callable(args[0]) and not options:
+        return _numba_njit(cache=True)(args[0])
+    options.setdefault("cache", True)
+    return _numba_njit(**options)
 
 
 def registered() -> dict:
@@ -319,7 +367,8 @@ def _tier_copy(k: Kernel, table: dict, value, make):
     out = make(_copy(k.py_func, globs))
     if entry is None:
         return out, lambda: globs.update({n: value(v) for n, v in src.items() if isinstance(v, (Kernel, np.dtype))})
-    return out, None
+    # a kernel the module defined after its globals were copied
+    return out, lambda: globs.update({n: value(v) for n, v in src.items() if v is k})
 
 
 def _python_copy(k: Kernel):
@@ -497,12 +546,22 @@ def announce(*what, seconds: int | None = None, stream=None) -> bool:
 
     Returns True when it printed the line.
     """
-    if _ANNOUNCED or not will_compile(*what):
+    if _ANNOUNCED or _QUIET[0] or not will_compile(*what):
         return False
     _ANNOUNCED.append(True)
     text = COMPILE_MESSAGE.format(seconds=COMPILE_SECONDS if seconds is None else seconds)
     print(text, file=sys.stderr if stream is None else stream, flush=True)
     return True
+
+
+@contextlib.contextmanager
+def quiet():
+    """No compile line inside the block (``planner warm`` says what it does itself; benchmarks)."""
+    _QUIET[0] += 1
+    try:
+        yield
+    finally:
+        _QUIET[0] -= 1
 
 
 def tier_for(estimated_work: float, python_budget: float = PYTHON_WORK, *, done: float = 0.0) -> str:

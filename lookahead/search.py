@@ -756,7 +756,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     return status
 
 
-@kernel
+@kernel(writable=("belief", "outcome_of", "spent", "root_mask", "admitted"))
 def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts,
                 cost, limits_tol, penalty, n_values, zob, depth_key, tie, prune, memo, max_nodes, capacity, merge):
     """Iterative depth-first expectimax; see the module docstring.

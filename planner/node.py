@@ -17,6 +17,7 @@ import numpy as np
 from lookahead.core import BUDGET_TOL, bayes_risk, node_facts, outcome_probs, posterior
 from lookahead.layout import NOT_TAKEN, STATUS_CONTRADICTED
 from lookahead.search import expectimax
+from planner.tiers import prepare_search
 from planner.gates.admission import BUDGET, Admission, Reason, precondition_reason
 from planner.compile import CompiledDomain
 
@@ -176,6 +177,7 @@ class Node:
         (1.1925, 1.1925)
         """
         c = self.compiled
+        prepare_search(self, depth, options.get("max_nodes"))  # plain Python when small (lookahead.jit), else compiled
         return expectimax(self.belief, self.outcome_of, self.spent, self.eligible, self.admission.admitted, depth,
                           c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values, **options)
 

@@ -1,21 +1,11 @@
-"""Getting the kernels ready: the work estimate behind the tier choice, and ``planner warm``.
+"""``planner warm``: compile every kernel ahead of time into numba's on-disk cache (for images and CI).
 
-The kernels (:mod:`lookahead`) run as plain Python until the work of a
-planning call pays for compiling them (:mod:`lookahead.jit`). A policy asks
-:func:`prepare_search` before it searches: the estimate is
-:func:`search_work`, the number of distinct nodes the search can reach (sets
-of (observation, outcome) pairs within the depth and the hard limits, capped
-at the node budget) times the work of one node, ``S x (A + Y x O)``
-state-operations. On the seed's payment case that is 9 nodes, 252
-state-operations: the Python tier answers in milliseconds and nothing is
-compiled. Above :data:`lookahead.jit.PYTHON_WORK` (over the whole process) the
-kernels are compiled, after one line on stderr.
-
-:func:`warm` compiles every kernel ahead of time into numba's on-disk cache
-(``planner warm``, for images and CI): it switches every kernel module to
-the compiled tier and runs each planning path once on small generated
+:func:`warm` switches every kernel module to the compiled tier
+(:mod:`lookahead.jit`) and runs each planning path once on small generated
 domains, with the argument types real calls use, so a later process loads
-every kernel from the cache instead of compiling it.
+every kernel from the cache instead of compiling it; it reports the CPU
+seconds numba spent on each kernel. When the kernels are compiled at all is
+:mod:`planner.tiers`'s decision.
 """
 
 from __future__ import annotations
@@ -23,62 +13,16 @@ from __future__ import annotations
 import time
 
 import attrs
-import numpy as np
 
 from lookahead import jit
-
-__all__ = ["KERNEL_MODULES", "search_work", "prepare_search", "KernelTime", "WarmReport", "warm"]
-
-#: The kernel modules the planner runs (what a compile switches, and what ``planner warm`` compiles).
-KERNEL_MODULES = ("lookahead.core", "lookahead.search", "lookahead.bounded")
+from planner.tiers import KERNEL_MODULES
 
 
-def search_work(node, depth: int | None = None, cap: int | None = None) -> float:
-    """State-operations a search from `node` does at most: reachable nodes (capped at `cap`) x ``S x (A + Y x O)``.
-
-    The reachable nodes are the sets of at most `K` (observation, outcome)
-    pairs over the observations admitted, untaken and affordable at `node`
-    (the coefficients of ``prod_o (1 + n_outcomes[o] x)`` up to degree K),
-    where K is `depth` (None: no depth limit) and the most acquisitions each
-    hard limit leaves room for (its cheapest candidates first).
-
-    >>> import planner
-    >>> n = planner.Session(planner.load_domain("payment_release")).node
-    >>> search_work(n)          # 9 nodes x 2 states x (2 actions + 3 outcome slots x 4 observations)
-    252.0
-    """
-    c = node.compiled
-    cand = np.flatnonzero(node.admission.admitted & (node.outcome_of < 0) & node.affordable)
-    k = len(cand) if depth is None else min(int(depth), len(cand))
-    left = np.asarray(c.limits, dtype=float) - np.asarray(node.spent, dtype=float)
-    for d in np.flatnonzero(np.isfinite(left)):
-        costs = np.sort(np.asarray(c.cost, dtype=float)[cand, d])
-        fits = int(np.searchsorted(np.cumsum(costs), left[d] + 1e-9, side="right"))
-        k = min(k, fits)
-    coef = np.zeros(k + 1)
-    coef[0] = 1.0
-    for o in cand:
-        coef[1:] = coef[1:] + coef[:-1] * float(c.n_outcomes[o])
-    nodes = float(coef.sum())
-    if cap is not None:
-        nodes = min(nodes, float(cap))
-    S, O, Y, A = c.n_states, len(c.obs_names), c.lik.shape[1], c.loss.shape[0]
-    return nodes * S * (A + Y * O)
-
-
-def prepare_search(node, depth: int | None = None, cap: int | None = None) -> str:
-    """The tier for a search from `node` (:func:`search_work`): ``"python"``, or ``"compiled"`` after compiling.
-
-    >>> import planner
-    >>> prepare_search(planner.Session(planner.load_domain("payment_release")).node)
-    'python'
-    """
-    return jit.prepare(search_work(node, depth, cap), KERNEL_MODULES)
-
+__all__ = ["KernelTime", "WarmReport", "warm", "cache_folder"]
 
 @attrs.frozen
 class KernelTime:
-    """One kernel's compile: its name, the seconds numba spent on it (its callees' excluded) and its signatures."""
+    """One kernel's compile: its name, the CPU seconds numba spent on it (its callees' excluded), its signatures."""
 
     name: str
     seconds: float
@@ -87,7 +31,7 @@ class KernelTime:
 
 @attrs.frozen
 class WarmReport:
-    """What :func:`warm` did: per-kernel compile times (slowest first), the total and the wall time."""
+    """What :func:`warm` did: per-kernel compile CPU seconds (slowest first), their total and the wall time."""
 
     kernels: tuple
     total: float
@@ -98,10 +42,10 @@ class WarmReport:
         """The report as text lines (``planner warm`` prints them)."""
         width = max([len(k.name) for k in self.kernels] + [6])
         out = [f"{k.name:<{width}}  {k.seconds:6.2f} s" + (f"  ({k.signatures} signatures)" if k.signatures > 1 else "")
-               for k in self.kernels]
+               for k in self.kernels]  # noqa: E501
         if self.loaded:
             out.append(f"{len(self.loaded)} kernels already in numba's cache (loaded, not compiled)")
-        out.append(f"total compile {self.total:.2f} s ({self.wall:.2f} s wall for warm)")
+        out.append(f"total {self.total:.2f} s of CPU compiling ({self.wall:.2f} s wall, loading and runs included)")
         return out
 
 
@@ -140,8 +84,9 @@ def warm(modules=KERNEL_MODULES) -> WarmReport:
 
     Switches the modules to the compiled tier, then runs every planning path
     once (:func:`_workloads`). A kernel already in the cache is loaded and
-    reported as such. Times come from numba's own compile events; a kernel's
-    time excludes the kernels it calls (each counted once, under its own name).
+    reported as such. Times are CPU seconds (the machine may be shared), from
+    numba's own compile events; a kernel's time excludes the kernels it calls
+    (each counted once, under its own name).
     """
     from numba.core import event
 
@@ -150,11 +95,11 @@ def warm(modules=KERNEL_MODULES) -> WarmReport:
 
     class _Listener(event.Listener):
         def on_start(self, ev):
-            stack.append([ev.data["dispatcher"], time.perf_counter(), 0.0])
+            stack.append([ev.data["dispatcher"], time.process_time(), 0.0])
 
         def on_end(self, ev):
             disp, t0, inner = stack.pop()
-            spent = time.perf_counter() - t0
+            spent = time.process_time() - t0
             name = f"{disp.py_func.__module__}.{disp.py_func.__qualname__}"
             times[name] = times.get(name, 0.0) + spent - inner
             if stack:
@@ -165,7 +110,8 @@ def warm(modules=KERNEL_MODULES) -> WarmReport:
     listener = _Listener()
     event.register("numba:compile", listener)
     try:
-        _workloads()
+        with jit.quiet():
+            _workloads()
     finally:
         event.unregister("numba:compile", listener)
     wall = time.perf_counter() - t0
@@ -180,3 +126,13 @@ def warm(modules=KERNEL_MODULES) -> WarmReport:
                 loaded.append(name)
     kernels.sort(key=lambda k: (-k.seconds, k.name))
     return WarmReport(kernels=tuple(kernels), total=sum(k.seconds for k in kernels), wall=wall, loaded=tuple(loaded))
+
+
+def cache_folder() -> str:
+    """Where numba keeps the compiled kernels (``NUMBA_CACHE_DIR``, else beside the sources or a user folder)."""
+    from lookahead.search import _expectimax
+
+    try:
+        return str(_expectimax.dispatcher._cache._cache_path)
+    except AttributeError:  # no disk cache, or another numba layout
+        return "(none)"

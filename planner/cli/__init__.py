@@ -12,7 +12,8 @@ never a traceback. Command groups, one module each:
 - :mod:`planner.cli.log`: ``log resolve``, ``log show`` (the outcome log; ``run --log`` writes it);
 - :mod:`planner.cli.calibrate`: ``calibrate``, ``simulate-log``;
 - :mod:`planner.cli.accept`: ``accept query``, ``accept calibrate``, ``accept frontier``, ... (retrieval
-  settlements).
+  settlements);
+- :mod:`planner.cli.warm`: ``warm`` (compile the search kernels ahead of time).
 
 Library modules raise typed errors and never mention options; the messages
 that name one (``--max-nodes``, ``--world``) are written here.
@@ -31,14 +32,14 @@ import importlib.metadata
 import os
 import sys
 
-from planner.cli import accept, agents, bench, calibrate, domains, evaluate, log, receipts, session
+from planner.cli import accept, agents, bench, calibrate, domains, evaluate, log, receipts, session, warm
 from planner.cli.common import Parser
 from planner.cli.format import format_table, format_trace
 from planner.errors import PlannerError, SearchCapError, one_line
 
 __all__ = ["main", "build_parser", "version", "format_trace", "format_table"]
 
-_GROUPS = (session, domains, receipts, evaluate, calibrate, log, accept, bench, agents)
+_GROUPS = (session, domains, receipts, evaluate, calibrate, log, accept, bench, agents, warm)
 
 
 def version() -> str:

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import io
 
-import networkx as nx
-
 from planner.io.atomic import write_bytes
 from planner.errors import PlannerError
 
@@ -244,6 +242,8 @@ def plan_graph(tree: dict, *, domain: str, policy: str, risk: float | None = Non
     >>> g.nodes[("plan", 0)]["label"]
     'GO\\nexpected loss 0.000'
     """
+    import networkx as nx  # imported here: `import planner` does not need it
+
     total = tree["expected_loss"] if "stop" in tree else tree["q"]
     title = f"{policy} on {domain}: planned acquisitions (expected total loss {total:.3f}"
     title += f"; stopping now {risk:.3f})" if risk is not None else ")"
@@ -306,6 +306,8 @@ def _matplotlib():
 
 def _acyclic_layers(graph) -> dict:
     """Column of each node: the longest path from a source, back edges of cycles ignored; actions last."""
+    import networkx as nx  # imported here: `import planner` does not need it
+
     dag = nx.DiGraph()
     dag.add_nodes_from(graph.nodes)
     seen, on_stack = set(), set()
@@ -393,6 +395,8 @@ def _measure(plt, labels: dict, fontsize: float) -> dict:
 
 def _layout(graph, sizes, label_sizes):
     """Centres of the nodes (inches, y up) and the waypoints of each edge, left to right."""
+    import networkx as nx  # imported here: `import planner` does not need it
+
     tree = bool(graph.graph.get("tree"))
     if tree:
         root = next(k for k in graph.nodes if graph.in_degree(k) == 0)

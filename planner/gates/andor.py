@@ -29,8 +29,6 @@ proposition value (:mod:`planner.drawing.export`).
 
 from __future__ import annotations
 
-import networkx as nx
-
 from planner.model.parts import ESTABLISHING, AllOf, AnyOf, Established, Returned
 
 __all__ = ["build_graph", "flow_graph", "precondition_graph"]
@@ -62,6 +60,8 @@ def build_graph(domain) -> nx.DiGraph:
     [('observation', 'identity_resolution')]
     """
     domain = getattr(domain, "domain", domain)  # a CompiledDomain carries its Domain
+    import networkx as nx  # imported here: `import planner` does not need it (a measurable part of startup)
+
     g = nx.DiGraph(domain=domain.name, observations=tuple(o.name for o in domain.observations))
     for i, o in enumerate(domain.observations):
         g.add_node(("observation", o.name), kind="observation", label=o.name, index=i)
@@ -175,6 +175,8 @@ def flow_graph(domain) -> nx.DiGraph:
     [('action', 'release')]
     """
     domain = getattr(domain, "domain", domain)
+    import networkx as nx
+
     g = nx.DiGraph(domain=domain.name, title=f"{domain.name}: what each step enables (execution order)")
     for o in domain.observations:
         lines = [o.name]

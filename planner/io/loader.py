@@ -60,7 +60,6 @@ from itertools import islice
 from pathlib import Path
 
 import jsonschema
-import networkx as nx
 import numpy as np
 import yaml
 
@@ -1077,6 +1076,10 @@ def _precondition_cycle(observations) -> list | None:
     >>> _precondition_cycle([a, b]), _precondition_cycle([a])
     (['a', 'b', 'a'], None)
     """
+    if all(o.requires is None for o in observations):
+        return None
+    import networkx as nx  # only for domains with preconditions: `import planner` does not need it
+
     g = nx.DiGraph()
     order = {o.name: i for i, o in enumerate(observations)}
     g.add_nodes_from(order)

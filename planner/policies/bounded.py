@@ -80,7 +80,7 @@ from planner.node import Decision
 from planner.policies.base import Policy, pick_best, positive_int
 from planner.policies.onestep import one_step_table
 from planner.policies.plans import named_plan, plan_text
-from planner.warm import prepare_search
+from planner.tiers import prepare_search
 
 __all__ = ["Bounded", "DEFAULT_WORK", "EXHAUSTIVE_SHARE", "DEEPENING_SHARE", "BEST_FIRST_UNIT", "node_work", "BUDGET", "plan_floor"]
 

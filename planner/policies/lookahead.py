@@ -42,7 +42,6 @@ from planner.errors import PolicyError, SearchCapError
 from planner.node import Candidate, Decision
 from planner.policies.base import Policy, pick_best, positive_int
 from planner.policies.plans import named_plan, plan_text
-from planner.warm import prepare_search
 from planner.gates.prerequisites import cheapest_prerequisite_plan, prerequisite_depth
 
 __all__ = ["Lookahead", "MAX_AUTO_DEPTH", "auto_depth", "plan_text"]
@@ -119,7 +118,6 @@ class Lookahead(Policy):
         else:
             d = int(self.depth)
         cap = None if self.max_nodes is None else int(self.max_nodes)
-        prepare_search(node, d, cap)  # plain Python below the tier threshold (lookahead.jit), else compiled
         try:
             res = node.search(d, prune=self.prune, max_nodes=cap)
         except SearchCapExceeded as e:

@@ -57,8 +57,6 @@ cannot be redacted again or replayed (its hidden steps cannot be re-derived).
 
 from __future__ import annotations
 
-import networkx as nx
-
 from lookahead.layout import NOT_TAKEN
 from planner.gates.admission import BUDGET, ENTITLEMENT, FRESHNESS, PRECONDITION, PURPOSE, Reason
 from planner.gates.andor import precondition_graph
@@ -179,6 +177,8 @@ class _Redactor:
         precondition names, the ones that can establish a fact it names, and
         theirs, transitively.
         """
+        import networkx as nx
+
         g = precondition_graph(self.c)
         out = []
         for name in self.c.obs_names:
