@@ -88,13 +88,14 @@ __all__ = [
 ]
 
 #: The Python tier's share of work (state-operations, over a process) before the kernels compile. The
-#: Python tier runs 0.6 to 3.7 million state-operations per CPU second (``bench/bench_compile.py``,
-#: ``bench/results/compile.md``), so this is at most about 1.6 s of Python, against about 20 s of compiling
+#: Python tier runs 0.9 to 4.1 million state-operations per CPU second (``bench/bench_compile.py``,
+#: ``bench/results/compile.md``), so this is at most about 1.1 s of Python, against 16 to 21 s of compiling
 #: (:data:`COMPILE_SECONDS`) that every later process then loads from the cache in a fraction of a second.
 PYTHON_WORK = 1_000_000
 #: What :func:`announce` says a first compile costs: the CPU seconds of the first ``planner explain`` of an
-#: 8-state, 12-observation domain from an empty cache, less the same run from a warm one (23.3 s and
-#: 2.2 s on a 2-core machine; ``bench/results/compile.md``). A busy machine takes longer in wall time.
+#: 8-state, 12-observation domain from an empty cache, less the same run from a warm one (18.2 s and
+#: 1.9 s, 23.3 s and 2.2 s in an earlier run, on a 2-core machine; ``bench/results/compile.md``). A busy
+#: machine takes longer in wall time.
 COMPILE_SECONDS = 20
 #: The line :func:`announce` prints.
 COMPILE_MESSAGE = ("planner: compiling search kernels, first run only, about {seconds} s "
