@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 
 from planner.cli.common import Once, add_caller_args, caller_from_args, policy_from_args
 from planner.errors import PlannerError
@@ -25,6 +26,8 @@ def cmd_mcp_proxy(args) -> int:
         command = command[1:]
     if not command:
         raise PlannerError("mcp-proxy: give the upstream server's command after --")
+    if shutil.which(command[0]) is None:
+        raise PlannerError(f"mcp-proxy: upstream command {command[0]!r} not found (not a file, nor on PATH)")
     domain = load_domain(args.domain)
     # the upstream inherits the proxy's environment (its keys and settings), as a command wrapper's child would
     upstream = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))

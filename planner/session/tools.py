@@ -216,6 +216,18 @@ def check_tools(domain, admitted, tools: Mapping, *, allow_async: bool) -> dict:
     ------
     SessionError
         One line naming the first problem.
+
+    Examples
+    --------
+    >>> import planner
+    >>> s = planner.Session(planner.load_domain("payment_release"))
+    >>> check_tools(s.domain, s.admission.admitted, {"approval_registy": str}, allow_async=False)
+    Traceback (most recent call last):
+    ...
+    planner.errors.SessionError: tools: unknown observation 'approval_registy' (did you mean 'approval_registry'?)
+    >>> sorted(check_tools(s.domain, s.admission.admitted, {"approval_registry": str, "manager_message": str},
+    ...                    allow_async=False))
+    ['approval_registry', 'manager_message']
     """
     if not isinstance(tools, Mapping):
         raise SessionError(f"tools: expected a mapping of observation names to callables, got {type(tools).__name__}")
@@ -251,6 +263,13 @@ def call_tool(tool: Tool, context: ToolContext, timeout: float | None) -> tuple[
     A timeout runs the tool in a daemon thread: Python cannot stop a thread,
     so a timed-out tool keeps running in the background until it returns, but
     it never keeps the process from exiting. ``KeyboardInterrupt`` propagates.
+
+    >>> import planner
+    >>> ctx = ToolContext(observation="approval_registry", caller=planner.Caller())
+    >>> call_tool(Tool(lambda: 1 / 0), ctx, None)
+    (None, 'raised ZeroDivisionError: division by zero', True)
+    >>> call_tool(Tool(lambda ctx: ctx.observation), ctx, 5.0)
+    ('approval_registry', None, False)
     """
     timeout = tool.timeout if tool.timeout is not None else timeout
     if timeout is None:

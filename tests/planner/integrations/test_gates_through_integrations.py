@@ -5,7 +5,8 @@ not, in any order, repeated. Through the guard, the LangChain middleware and
 the MCP proxy alike, in enforce mode: nothing the gates refuse is recorded (an
 independent reading of the raw domain, as in tests/planner/test_properties.py),
 no hard limit is breached, every receipt replays, and no refusal names an
-observation the caller may not know of.
+observation the caller may not know of; the independent audit
+(planner.evaluation.audit) finds nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import planner
+from planner.evaluation.audit import audit_receipt
 from planner.integrations.guard import Guard
 from planner.session.replay import replay
 from strategies import domain_dicts
@@ -64,6 +66,7 @@ def check(raw, receipt, refusals):
             assert not re.search(rf"\b{re.escape(name)}\b", text), (name, text)
     ok, message = replay(receipt, dom)
     assert ok, message
+    assert audit_receipt(dom, receipt) == []                  # the independent audit agrees
 
 
 @given(cases())

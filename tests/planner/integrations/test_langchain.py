@@ -99,8 +99,9 @@ def test_a_refused_call_gets_a_tool_message_with_the_reason_and_is_not_run(payme
     refused = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "c0"]
     assert [(m.content, m.status) for m in refused] == [("refused by the evidence planner: permission denied", "error")]
     receipt = out["planner_receipt"]
-    assert receipt["integration"]["refused"] == [{"step": 0, "observation": "mailbox_sweep",
-                                                  "reason": "permission denied", "call_id": "c0"}]
+    [row] = receipt["integration"]["refused"]
+    assert {k: row[k] for k in ("step", "observation", "reason", "call_id")} == {
+        "step": 0, "observation": "mailbox_sweep", "reason": "permission denied", "call_id": "c0"}
     assert "mailbox_sweep" not in [s["acquired"] for s in receipt["steps"]]
     assert replay(receipt, payment)[0]
 

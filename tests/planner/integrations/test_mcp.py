@@ -119,6 +119,10 @@ def test_the_cli_prints_the_report_and_draws_it(payment, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:      # no upstream command: argparse's one line, status 2
         main(["mcp-proxy", "payment_release"])
     assert exit_.value.code == 2
+    capsys.readouterr()
+    assert main(["mcp-proxy", "payment_release", "--", "no-such-server-command"]) == 2
+    assert capsys.readouterr().err == ("planner: error: mcp-proxy: upstream command 'no-such-server-command' not "
+                                       "found (not a file, nor on PATH)\n")
 
 
 @pytest.mark.slow
