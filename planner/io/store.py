@@ -636,7 +636,8 @@ class SQLiteLog(OutcomeLog):
 
     def _load(self, text, session: int, column: str):
         try:
-            value = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
+            value = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant,
+                               parse_float=_finite_float)
         except (TypeError, ValueError, RecursionError):
             value = None
         if not isinstance(value, dict):
@@ -666,6 +667,13 @@ def _unique_pairs(pairs):
             raise ValueError(f"duplicate key {k!r}")
         out[k] = v
     return out
+
+
+def _finite_float(text):
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"{text[:24]} is out of range")
+    return x
 
 
 def _no_constant(name):

@@ -66,7 +66,7 @@ def test_numbers_both_versions_agree_on_still_read(literal, value):
 # line and paragraph separators, C1 controls, byte-order marks
 
 
-@pytest.mark.parametrize("char", ["\x85", "\u2028", "\u2029", "\x80", "\x9f"])
+@pytest.mark.parametrize("char", ["\x85", "\u2028", "\u2029", "\x80", "\x9f", "\r"])
 @pytest.mark.parametrize("json_format", [False, True])
 def test_a_separator_or_c1_control_is_refused_anywhere_comments_included(char, json_format):
     if json_format:
@@ -80,6 +80,12 @@ def test_a_separator_or_c1_control_is_refused_anywhere_comments_included(char, j
     message = _error(text, json_format=json_format)
     assert message.startswith(where + ": ")
     assert f"U+{ord(char):04X}" in message and "comments included" in message
+
+
+def test_crlf_line_ends_still_read_as_lf(tmp_path):
+    path = tmp_path / "crlf.yaml"
+    path.write_bytes(SEED.replace("\n", "\r\n").encode())
+    assert read_domain_file(path) == parse_domain_text(SEED)
 
 
 def test_the_hidden_key_would_have_been_read_by_plain_yaml():

@@ -120,6 +120,7 @@ def test_a_session_id_out_of_range_is_one_line(logged, sid):
     ("resolutions", "value", b"x", "resolutions row of session 1: column value holds bytes, not str"),
     ("sessions", "receipt", '{"a": 1, "a": 2}', "session 1: receipt is not a JSON object"),
     ("sessions", "context", '{"x": NaN}', "session 1: context is not a JSON object"),
+    ("sessions", "receipt", '{"x": 1e999}', "session 1: receipt is not a JSON object"),
 ])
 def test_a_wrongly_typed_row_is_one_line_in_show_and_calibrate(capsys, logged, table, column, value,
                                                                          message):
