@@ -149,8 +149,10 @@ def report_text(result, sessions, *, top: int = 5) -> str:
 
 
 #: What studies/results/calibration_coverage/ measured of these intervals (nominal 0.90), for the report.
-MEASURED_COVERAGE = ("measured coverage of the 90% intervals on the payment case "
-                     "(studies/results/calibration_coverage/report.md): see there per regime and N")
+MEASURED_COVERAGE = ("measured on the payment case at N = 10 to 200 (studies/results/calibration_coverage/report.md), "
+                     "the 90% intervals covered 0.90-0.98 with every world known, 0.92-0.95 with a random 30% "
+                     "resolved, 0.75-0.95 with only released payments resolved, and 0.75-0.85 with none resolved "
+                     "(where the log warns of weak identification, read them as indications)")
 
 
 def identification_lines(result) -> list:

@@ -244,7 +244,7 @@ def consumer_view(receipt: dict, entitlements) -> dict:
             f"an audience holding {', '.join(audience) or 'nothing'}"
         raise SettlementReceiptError(
             f"the receipt's traversal ran for {who}: a view for a consumer holding {', '.join(sorted(held)) or 'nothing'} "
-            "needs a traversal for that consumer (audience=..., planner accept query --view --consumer E)")
+            "needs a traversal for that consumer (run the query with that audience)")
     src_ent = {s["name"]: s.get("entitlement") for s in receipt["sources"]}
 
     def source_visible(name) -> bool:
