@@ -680,7 +680,7 @@ def calibrate(domain, sessions, *, method: str = "em", prior_strength: float = P
             _close(f.rows, m) for m in mirrored))]
         cw = np.array([np.exp(f.loglik - top) for f in chains])
         mirrors = [(prop, perm, smap, wt) for (prop, perm, smap, *_), (_, wt) in zip(label_fits, ident.labels)
-                   if wt > 1e-9]
+                   if wt > PROB_TOL]
         alpha, walpha, interval, winterval = _gibbs(c, R, world, log, a0, chains, cw / cw.sum(), mirrors, alpha,
                                                     walpha, failure, fix, rng)
     else:

@@ -25,7 +25,7 @@ def _run(capsys, *args):
 @pytest.fixture(scope="module")
 def receipt_text():
     s = planner.Session(planner.load_domain("payment_release"))
-    s.run({"approval_registry": lambda: "approved"})
+    s.run({"approval_registry": lambda: "approved", "manager_message": lambda: "unclear"})
     return json.dumps(s.receipt(), indent=2)
 
 
@@ -100,7 +100,7 @@ def test_replay_notices_an_edit_of_any_candidate_column(policy):
 
     d = planner.load_domain("payment_release")
     s = planner.Session(d, planner.parse_policy(policy))
-    s.run({"approval_registry": lambda: "approved"})
+    s.run({"approval_registry": lambda: "approved", "manager_message": lambda: "unclear"})
     receipt = s.receipt()
     assert replay(receipt, d)[0]
     edited_any = False
