@@ -455,8 +455,8 @@ class SQLiteLog(OutcomeLog):
         version = self._version(conn)  # before anything is written: a foreign file stays untouched
         if self._readonly:
             if version == 0:
-                raise _error(f"{self._shown}: not an outcome log (an empty file: no session was logged to "
-                             "it yet)")
+                raise _error(f"{self._shown}: not an outcome log (an empty file; a session "
+                             "given this log writes one)")
             if version != SCHEMA_VERSION:
                 raise _error(f"{self._shown}: outcome-log schema version {version} is older than this code's "
                              f"({SCHEMA_VERSION}); a command that writes the log (planner log resolve) migrates it")

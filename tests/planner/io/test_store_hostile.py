@@ -75,8 +75,8 @@ def test_an_empty_file_stays_empty_and_is_refused(capsys, tmp_path, command):
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")
     line = _one_error_line(capsys, *[a.replace("{log}", str(empty)) for a in command])
-    assert line == f"planner: error: {empty}: not an outcome log (an empty file; planner run --log or " \
-                   "planner simulate-log writes one)"
+    assert line == f"planner: error: {empty}: not an outcome log (an empty file; a session given " \
+                   "this log writes one)"
     assert empty.read_bytes() == b"" and sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
 
 
