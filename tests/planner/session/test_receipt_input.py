@@ -70,7 +70,7 @@ def test_every_step_carries_unplanned_and_tool_note():
     def down():
         raise TimeoutError("provider timed out")
 
-    s.run({"kyc_provider_api": down, "secondary_kyc_provider": lambda: "verified"})
+    s.run({"kyc_provider_api": down, "secondary_kyc_provider": lambda: "verified", "selfie_match": lambda: "match"})
     steps = s.receipt()["steps"]
     assert len(steps) >= 2
     for step in steps:
