@@ -29,7 +29,7 @@ def _params():
         yield pytest.param(cls, id=example_spec(cls))
 
 
-@pytest.mark.parametrize("cls", _params())
+@pytest.mark.parametrize("cls", list(_params()))
 def test_every_registered_policy_keeps_the_contract(cls, cal_payment):
     policy = parse_policy(example_spec(cls))
     domains = [cal_payment] if cls.name == "conservative" else None  # it plans on a calibrated domain only
