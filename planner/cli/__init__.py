@@ -28,18 +28,49 @@ status 2; a reader that went away (``| head``) ends the command quietly, status 
 
 from __future__ import annotations
 
-import importlib.metadata
+import argparse
+import importlib
 import os
 import sys
 
-from planner.cli import accept, agents, bench, calibrate, domains, evaluate, log, receipts, session, warm
 from planner.cli.common import Parser
-from planner.cli.format import format_table, format_trace
 from planner.errors import PlannerError, SearchCapError, one_line
 
-__all__ = ["main", "build_parser", "version", "format_trace", "format_table"]
+__all__ = ["main", "build_parser", "version", "format_trace", "format_table", "COMMANDS", "GROUPS"]
 
-_GROUPS = (session, domains, receipts, evaluate, calibrate, log, accept, bench, agents, warm)
+#: Every command -> the module of its group (``planner.cli.<module>``), in the order of the help. A command
+#: imports only its own group (``planner validate`` never loads the session, retrieval or agent code);
+#: ``tests/planner/cli/test_cli.py`` holds this table equal to what the modules register.
+COMMANDS = {
+    "run": "session",
+    "explain": "session",
+    "validate": "domains",
+    "check": "domains",
+    "graph": "domains",
+    "replay": "receipts",
+    "redact": "receipts",
+    "evaluate": "evaluate",
+    "calibrate": "calibrate",
+    "simulate-log": "calibrate",
+    "log": "log",
+    "accept": "accept",
+    "bench": "bench",
+    "mcp-proxy": "agents",
+    "shadow-report": "agents",
+    "warm": "warm",
+}
+
+#: The group modules, in the order of the help.
+GROUPS = tuple(dict.fromkeys(COMMANDS.values()))
+
+
+def __getattr__(name: str):
+    # The formatters are re-exported for library users; importing them eagerly would load every policy.
+    if name in ("format_trace", "format_table"):
+        from planner.cli import format as _format
+
+        return getattr(_format, name)
+    raise AttributeError(f"module 'planner.cli' has no attribute '{name}'")
 
 
 def version() -> str:
@@ -48,6 +79,8 @@ def version() -> str:
     >>> version().split(".")[0].isdigit()
     True
     """
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("evidence-planner")
     except importlib.metadata.PackageNotFoundError:
@@ -56,15 +89,38 @@ def version() -> str:
         return planner.__version__
 
 
-def build_parser() -> Parser:
+class _Version(argparse._VersionAction):
+    """``--version``, with the version looked up when asked for (``importlib.metadata`` costs every command)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.version = f"planner {version()}"
+        super().__call__(parser, namespace, values, option_string)
+
+
+def build_parser(groups=None) -> Parser:
+    """The ``planner`` parser with the commands of `groups` (module names of :data:`GROUPS`; default all).
+
+    >>> build_parser(["session"]).parse_args(["run", "payment_release"]).command
+    'run'
+    """
     parser = Parser(prog="planner", description="Plan evidence acquisition under a budget.")
-    parser.add_argument("--version", action="version", version=f"planner {version()}",
-                        help="print the version and exit")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     # Not required: a bare `planner` gets the whole help, not argparse's one-line complaint.
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
-    for group in _GROUPS:
-        group.register(sub)
+    for name in GROUPS if groups is None else groups:
+        importlib.import_module(f"planner.cli.{name}").register(sub)
     return parser
+
+
+def _groups_for(argv) -> tuple | None:
+    """The one group a command line needs, when it starts with a known command; else None (all of them).
+
+    The top-level parser has no option that takes a value, so the command, if any, is the first word;
+    a bare ``planner``, ``--help`` and a mistyped command get every command, for the help and the choices.
+    """
+    if argv and argv[0] in COMMANDS:
+        return (COMMANDS[argv[0]],)
+    return None
 
 
 def _message(err: PlannerError) -> str:
@@ -156,7 +212,8 @@ def main(argv=None) -> int:
 
 
 def _main(argv) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_groups_for(argv))
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)

@@ -7,7 +7,6 @@ import sys
 
 import numpy as np
 
-from planner.io.atomic import write_text
 from planner.cli.common import (
     seed_int,
     Once,
@@ -23,7 +22,6 @@ from planner.cli.format import (belief_text, format_table, format_trace, interva
                                  policy_lines, value_label)
 from planner.model.domain import load_domain
 from planner.errors import PlannerError, WorldError
-from planner.drawing.export import acquisition_tree, plan_graph
 from planner.session.receipt import _jsonable  # the receipts' own conversion of policy info (numpy, non-finite)
 from planner.session.session import Session
 from planner.session.stop import Stop
@@ -71,6 +69,8 @@ def cmd_run(args) -> int:
         print(format_trace(receipt))
     if args.receipt:
         # Atomic: a full disk or a missing folder is one line, and never a half-written receipt.
+        from planner.io.atomic import write_text  # here: only --receipt writes a file
+
         write_text(args.receipt, json.dumps(receipt, indent=2))
     if args.log:  # on stderr under --json, so that stdout stays one JSON document
         print(f"logged as session {session.log_id} in {args.log}", file=sys.stderr if args.json else sys.stdout)
@@ -126,6 +126,8 @@ def cmd_explain(args) -> int:
     node = session.node
     c = session.compiled
     if args.plan_format:
+        from planner.drawing.export import acquisition_tree, plan_graph  # here: only pictures need the drawing
+
         graph = plan_graph(acquisition_tree(session, step), domain=domain.name, policy=session.policy.spec,
                            risk=float(node.risk))
         text = write_picture(graph, args.plan_format, args.output, flag="--plan-format")

@@ -53,7 +53,6 @@ from lookahead.core import TIE, evsi_all
 from lookahead.layout import NOT_TAKEN
 from lookahead.search import SearchCapExceeded, expectimax
 from planner.tolerances import PROB_TOL
-from planner.calibration.calibrate import posterior_draws
 from planner.errors import PolicyError, SearchCapError
 from planner.node import Decision
 from planner.policies.base import Policy, pick_best
@@ -145,6 +144,9 @@ def draws_for(compiled, draws: int, seed: int) -> tuple:
                           f"{size / 2**20:,.0f} MiB (at most {MAX_DRAW_BYTES // 2**20:,} MiB): ask for fewer draws")
 
     def build(c):
+        # here: the calibration module (and the domain loader it imports) is not needed to parse a policy
+        from planner.calibration.calibrate import posterior_draws
+
         prior, lik = posterior_draws(c, draws, seed)
         # read-only and contiguous like the compiled tables, so the kernels reuse their compiled code
         prior, lik = np.ascontiguousarray(prior, dtype=np.float64), np.ascontiguousarray(lik, dtype=np.float64)

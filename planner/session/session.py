@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import Callable, Mapping
 
@@ -27,7 +26,6 @@ from planner.policies import DEFAULT_POLICY, Policy, parse_policy
 from planner.session.receipt import build_receipt
 from planner.session.stop import Stop, StopReason, stop_at, stop_from_outside
 from planner.session.tools import Tool, ToolContext, acall_tool, call_tool, check_tools, to_outcome
-from planner.io.store import OutcomeLog, open_log
 
 __all__ = ["Session", "Observe", "Step"]
 
@@ -138,6 +136,8 @@ class Session:
 
     def _begin_log(self, log, context) -> None:
         """Open the outcome log (a path: owned, closed at the stop) and log the session's start."""
+        from planner.io.store import OutcomeLog, open_log  # here: sqlite3 is for sessions that log
+
         context = dict(context or {})
         if "caller" in context:
             raise SessionError("context: the key 'caller' is reserved (the session logs its caller there)")
@@ -305,6 +305,8 @@ class Session:
         >>> asyncio.run(s.arun(tools)).action
         'release'
         """
+        import asyncio  # here: only async callers need it, and it costs every command's start-up
+
         table = check_tools(self.domain, self.admission.admitted, tools, allow_async=True)
         for _ in range(max_steps):
             step = self.next()

@@ -31,7 +31,6 @@ fails does (:func:`to_outcome`).
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import inspect
 import queue
@@ -304,6 +303,8 @@ async def acall_tool(tool: Tool, context: ToolContext, timeout: float | None) ->
     it; a sync one keeps running in its thread). ``asyncio.CancelledError``
     and ``KeyboardInterrupt`` propagate.
     """
+    import asyncio  # here: only async callers need it, and it costs every command's start-up
+
     timeout = tool.timeout if tool.timeout is not None else timeout
     if tool.is_async:
         work = _invoke(tool, context)
