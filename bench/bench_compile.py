@@ -14,6 +14,13 @@ but numba's on-disk cache where the row says so:
   12-observation domain with a 3-step prerequisite chain, from an empty cache
   (the one compile line, then the compile) and from the warm cache;
 - **import time**: ``python -c "import planner.cli"`` (what every command pays);
+- **start-up, side by side** (``--baseline PATH``, another checkout such as main): the seed case as
+  whole processes, this tree and the baseline alternating run by run, each command's process with
+  the numba cache the seed case leaves untouched (warm) and with a new empty cache folder per run (a
+  first run), plus ``import planner.cli`` and the floor (``python -c pass`` and the seed case's
+  dependencies alone). Both with the bytecode cache a wheel install has (``PYTHONPYCACHEPREFIX`` in a
+  temporary folder, so nothing is written into either tree) and without one
+  (``PYTHONDONTWRITEBYTECODE=1``: every module compiled from source in every process);
 - **the Python tier's speed**, which sets ``lookahead.jit.PYTHON_WORK``: one
   depth-limited search in the Python tier on generated domains, in
   state-operations (nodes x S x (A + Y x O)) per CPU second.
@@ -23,6 +30,7 @@ median of ``--repeats`` runs (min in brackets), and the header the load average.
 
     python3 bench/bench_compile.py              # ~5-10 min on 2 busy cores
     python3 bench/bench_compile.py --repeats 3 --out /tmp/compile.md
+    python3 bench/bench_compile.py --baseline ../main --only startup --repeats 10   # ~2 min: that section alone
 """
 
 from __future__ import annotations
@@ -73,19 +81,30 @@ json.dump(out, sys.stdout)
 """
 
 
-def _env(cache: str | None) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+def _env(cache: str | None, root: Path = ROOT, pycache: str | None = None) -> dict:
+    """The child's environment: `root` first on the path, numba's cache in `cache`, bytecode in `pycache`.
+
+    `pycache` None keeps the environment's bytecode setting; "" writes none (every module compiled from
+    source); a folder keeps the bytecode there (``PYTHONPYCACHEPREFIX``), never beside the sources.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "PYTHONPATH")}
     if cache is not None:
         env["NUMBA_CACHE_DIR"] = cache
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if pycache == "":
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    elif pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pycache
+    env["PYTHONPATH"] = str(root) + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
     return env
 
 
-def timed(argv: list, cache: str | None) -> dict:
+def timed(argv: list, cache: str | None, root: Path = ROOT, pycache: str | None = None) -> dict:
     """One child process: wall and CPU seconds (user + system), exit code, stdout and stderr."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run(argv, cwd=ROOT, env=_env(cache), capture_output=True, text=True)
+    p = subprocess.run(argv, cwd=root, env=_env(cache, root, pycache), capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -105,14 +124,139 @@ def _compile_line(r: dict) -> str:
     return "yes" if "compiling search kernels" in r["stderr"] else "no"
 
 
+#: The seed case's own dependencies, imported alone: below this no command that reads a domain can go.
+_DEPS = "import numpy, yaml, jsonschema, attrs"
+STARTUP_HEADING = "## Start-up, side by side"
+
+
+def _revision(root: Path) -> str:
+    def git(*a):
+        return subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True).stdout.strip()
+    rev = git("rev-parse", "--short", "HEAD") or "?"
+    return rev + (" + uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def startup(repeats: int, baseline: Path | None, work: Path) -> list:
+    """The start-up section (markdown lines): the seed case, this tree against `baseline`, run by run.
+
+    Each repeat runs every case in both trees, the order of the trees alternating from one repeat to
+    the next, so that a change of load on the shared machine falls on both.
+    """
+    load = os.getloadavg()
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    trees = [("this tree", ROOT)] + ([("baseline", baseline.resolve())] if baseline else [])
+    modes = [("yes", str(work / "pyc")), ("no", "")]
+    seed = [sys.executable, "-m", "planner.cli", *SEED_RUN]
+    runs: dict = {}
+    left: list = []  # files the seed case left in its numba cache folders
+
+    def run(mode, case, k, root, pyc, i):
+        if case == "seed, numba cache as the seed case leaves it (warm)":
+            cache = work / f"numba-{k}"
+            cache.mkdir(exist_ok=True)
+            r = timed(seed, str(cache), root, pyc)
+            left.append(len(list(cache.rglob("*"))))
+        elif case == "seed, new empty numba cache folder (first run)":
+            cache = work / f"numba-empty-{k}-{mode}-{i}"
+            cache.mkdir()
+            r = timed(seed, str(cache), root, pyc)
+            left.append(len(list(cache.rglob("*"))))
+        else:
+            r = timed([sys.executable, "-c", "import planner.cli"], str(work / f"numba-{k}"), root, pyc)
+        if r["code"] != 0:
+            raise SystemExit(f"{root}: {case} failed:\n{r['stderr']}")
+        runs.setdefault((mode, case, k), []).append(r)
+
+    cases = ("seed, numba cache as the seed case leaves it (warm)", "seed, new empty numba cache folder (first run)",
+             "`python -c 'import planner.cli'`")
+    for k, root in trees:  # not timed: fills the bytecode cache, as installing a wheel does
+        timed(seed, str(work / f"numba-{k}"), root, modes[0][1])
+    for i in range(repeats):
+        order = trees if i % 2 == 0 else trees[::-1]
+        for mode, pyc in modes:
+            for case in cases:
+                for k, root in order:
+                    run(mode, case, k, root, pyc, i)
+            for case, code in (("floor: `python -c pass`", "pass"), (f"floor: `python -c '{_DEPS}'`", _DEPS)):
+                r = timed([sys.executable, "-c", code], None, ROOT, pyc)
+                runs.setdefault((mode, case, "this tree"), []).append(r)
+    outputs = {r["stdout"] for (m, c, k), rs in runs.items() if c.startswith("seed") for r in rs}
+
+    def med(rs, key):
+        return statistics.median(r[key] for r in rs)
+
+    names = " and ".join(f"{k} ({root}, {_revision(root)})" for k, root in trees)
+    lines = [
+        STARTUP_HEADING,
+        "",
+        f"`python3 bench/bench_compile.py{' --baseline ' + str(baseline) if baseline else ''} --only startup "
+        f"--repeats {repeats}`, {started}; load average at the start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}. "
+        f"The seed case `planner run {' '.join(SEED_RUN[1:])}` as whole processes (`python -m planner.cli`), "
+        f"{names}, alternating run by run; {repeats} runs of each row, median [min] seconds; CPU = user + "
+        "system of the child; ratio = baseline / this tree (of the medians). \"bytecode cache\" yes: the "
+        "compiled modules a wheel install has (`PYTHONPYCACHEPREFIX` in a temporary folder, filled by one "
+        "untimed run); no: `PYTHONDONTWRITEBYTECODE=1`, every module compiled from source in every process.",
+        "",
+    ]
+    if len(trees) == 2:
+        lines += ["| bytecode cache | case | this tree wall s | baseline wall s | wall ratio | this tree CPU s | "
+                  "baseline CPU s | CPU ratio |", "|---|---|---|---|---|---|---|---|"]
+    else:
+        lines += ["| bytecode cache | case | wall s | CPU s |", "|---|---|---|---|"]
+    for mode, _ in modes:
+        for case in cases + ("floor: `python -c pass`", f"floor: `python -c '{_DEPS}'`"):
+            ours = runs[(mode, case, "this tree")]
+            row = f"| {mode} | {case} | {_summary(ours, 'wall')} |"
+            if len(trees) == 2 and (mode, case, "baseline") in runs:
+                base = runs[(mode, case, "baseline")]
+                row += (f" {_summary(base, 'wall')} | {med(base, 'wall') / med(ours, 'wall'):.2f}x | "
+                        f"{_summary(ours, 'cpu')} | {_summary(base, 'cpu')} | "
+                        f"{med(base, 'cpu') / med(ours, 'cpu'):.2f}x |")
+            elif len(trees) == 2:
+                row += f" | | {_summary(ours, 'cpu')} | | |"
+            else:
+                row += f" {_summary(ours, 'cpu')} |"
+            lines.append(row)
+    lines += [
+        "",
+        f"The seed case's stdout was {'the same in every run of both trees' if len(outputs) == 1 else 'NOT the same in every run: ' + str(len(outputs)) + ' different outputs'}"
+        f"; files it left in its numba cache folders: {sorted(set(left))} (it never imports numba).",
+        "",
+    ]
+    return lines
+
+
+def _splice(path: Path, section: list) -> str:
+    """`path`'s report with its start-up section replaced by `section` (inserted before the first section)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Kernel compile time and cold start\n"
+    block = "\n".join(section)
+    if STARTUP_HEADING in text:
+        head, rest = text.split(STARTUP_HEADING, 1)
+        nxt = rest.find("\n## ")
+        return head + block + ("\n" + rest[nxt + 1:] if nxt >= 0 else "")
+    first = text.find("\n## ")
+    return text + "\n" + block if first < 0 else text[:first + 1] + block + "\n" + text[first + 1:]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5, help="runs of each cold-start row (default 5)")
     ap.add_argument("--out", type=Path, default=RESULTS, help=f"the report (default {RESULTS.relative_to(ROOT)})")
+    ap.add_argument("--baseline", type=Path, metavar="PATH",
+                    help="another checkout (main) whose start-up is measured beside this tree's")
+    ap.add_argument("--only", choices=("startup",),
+                    help="measure only the start-up section and replace it in --out, keeping the rest")
     args = ap.parse_args(argv)
     load = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     work = Path(tempfile.mkdtemp(prefix="bench-compile-"))
+    if args.only == "startup":
+        print("start-up, side by side ...", flush=True)
+        text = _splice(args.out, startup(args.repeats, args.baseline, work))
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        print(text)
+        return 0
     big = work / "big_o12_s8_chain3.yaml"
     subprocess.run([sys.executable, "-m", "planner.cli", "bench", "generate", "--observations", "12", "--states",
                     "8", "--chain", "3", "--seed", "1", "--out", str(big)], cwd=ROOT, env=_env(None), check=True,
@@ -152,6 +296,9 @@ def main(argv=None) -> int:
         if r["code"] != 0:
             raise SystemExit(f"a run failed:\n{r['stderr']}")
 
+    print("start-up, side by side ...", flush=True)
+    section = startup(args.repeats, args.baseline, work)
+
     lines = [
         "# Kernel compile time and cold start",
         "",
@@ -160,6 +307,7 @@ def main(argv=None) -> int:
         f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}. Every row is whole processes (`subprocess`); seconds are "
         "the median of the runs [min]; CPU = user + system of the child.",
         "",
+        *section,
         "## Cold start",
         "",
         "| case | numba cache | runs | wall s | CPU s | compile line |",

@@ -33,8 +33,8 @@ import importlib
 import os
 import sys
 
-from planner.cli.common import Parser
-from planner.errors import PlannerError, SearchCapError, one_line
+# Nothing of the project is imported here: `python -m planner.cli` imports this package before main() runs, and
+# main() is where a Ctrl-C during the (heavy) imports of a command group is turned into one line.
 
 __all__ = ["main", "build_parser", "version", "format_trace", "format_table", "COMMANDS", "GROUPS"]
 
@@ -103,6 +103,8 @@ def build_parser(groups=None) -> Parser:
     >>> build_parser(["session"]).parse_args(["run", "payment_release"]).command
     'run'
     """
+    from planner.cli.common import Parser
+
     parser = Parser(prog="planner", description="Plan evidence acquisition under a budget.")
     parser.add_argument("--version", action=_Version, help="print the version and exit")
     # Not required: a bare `planner` gets the whole help, not argparse's one-line complaint.
@@ -123,8 +125,10 @@ def _groups_for(argv) -> tuple | None:
     return None
 
 
-def _message(err: PlannerError) -> str:
-    """The one line printed for a library error, with the options that would help."""
+def _message(err) -> str:
+    """The one line printed for a library error (a PlannerError), with the options that would help."""
+    from planner.errors import SearchCapError
+
     if isinstance(err, SearchCapError):
         smaller = f"lookahead:D with D < {err.depth}" if err.depth > 1 else "one-step"
         return (f"{err.policy}: the depth-{err.depth} search exceeds its cap of {err.cap:,} expanded nodes; "
@@ -212,6 +216,8 @@ def main(argv=None) -> int:
 
 
 def _main(argv) -> int:
+    from planner.errors import PlannerError, one_line
+
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_groups_for(argv))
     args = parser.parse_args(argv)

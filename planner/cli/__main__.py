@@ -1,7 +1,7 @@
-"""``python -m planner.cli``: the same as the ``planner`` command."""
+"""``python -m planner.cli``: the same as the ``planner`` command (:mod:`planner.console`)."""
 
 import sys
 
-from planner.cli import main
+from planner.console import main
 
 sys.exit(main())
