@@ -234,3 +234,52 @@ def test_shipped_domains_are_package_data(name):
     path = planner.DOMAINS / f"{name}.yaml"
     assert path.is_file() and path.resolve().parent == (ROOT / "planner" / "domains").resolve()
     assert (ROOT / "domains" / f"{name}.yaml").resolve() == path.resolve()  # one copy, readable at domains/
+
+
+# --------------------------------------------------------------------------
+# the lazy package: `import planner` loads nothing heavy, and every public name still resolves
+
+
+def test_every_public_name_resolves_to_its_defining_object():
+    import importlib
+
+    assert len(set(planner.__all__)) == len(planner.__all__)
+    assert set(planner.__all__) == set(planner._SOURCES) | set(planner._MODULES)
+    for name in planner.__all__:
+        value = getattr(planner, name)
+        if name in planner._MODULES:
+            assert value is importlib.import_module(planner._MODULES[name]), name
+        else:
+            assert value is getattr(importlib.import_module(planner._SOURCES[name]), name), name
+    assert set(planner.__all__) <= set(dir(planner))
+    with pytest.raises(AttributeError):
+        planner.no_such_name
+
+
+def test_the_type_checking_imports_name_what_the_table_says():
+    """The TYPE_CHECKING block (what type checkers see) and the run-time table cannot drift apart."""
+    tree = TREES["planner"]
+    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    seen = {}
+    for node in ast.walk(block):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                seen[a.asname or a.name] = f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES \
+                    else node.module
+    expected = {**planner._SOURCES, **planner._MODULES}
+    assert seen == expected
+
+
+def test_import_planner_loads_nothing_heavy():
+    import subprocess
+    import sys
+
+    code = "import json, sys, planner; print(json.dumps(sorted(sys.modules)))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    modules = set(json.loads(r.stdout))
+    assert "planner" in modules
+    loaded = sorted(m for m in modules if m.split(".")[0] in ("numpy", "attrs", "attr", "yaml", "jsonschema",
+                                                              "networkx", "numba", "lookahead")
+                    or m.startswith("planner."))
+    assert loaded == []
