@@ -45,6 +45,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 import planner  # noqa: E402
+import planner.model.domain  # noqa: E402  (read_domain_file below; `import planner` imports on demand)
 from planner.calibration.calibrate import PRIOR_STRENGTH, CalibrationError, calibrate, calibrated_data  # noqa: E402
 from planner.model.caller import Caller  # noqa: E402
 from planner.compile import compile_domain  # noqa: E402

@@ -40,6 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 
 import planner  # noqa: E402
+import planner.model.domain  # noqa: E402  (read_domain_file below; `import planner` imports on demand)
 from planner.calibration.calibrate import INTERVAL, calibrate  # noqa: E402
 from planner.io.store import open_log  # noqa: E402
 from planner.session.simulate import simulate_log  # noqa: E402
