@@ -118,10 +118,13 @@ def _groups_for(argv) -> tuple | None:
     """The one group a command line needs, when it starts with a known command; else None (all of them).
 
     The top-level parser has no option that takes a value, so the command, if any, is the first word;
-    a bare ``planner``, ``--help`` and a mistyped command get every command, for the help and the choices.
+    ``--version`` first ends the parse before any command is read (no group); a bare ``planner``,
+    ``--help`` and a mistyped command get every command, for the help and the choices.
     """
     if argv and argv[0] in COMMANDS:
         return (COMMANDS[argv[0]],)
+    if argv and argv[0] == "--version":
+        return ()
     return None
 
 

@@ -112,8 +112,17 @@ def test_the_table_test_sees_a_missing_command(monkeypatch):
 def test_a_known_command_builds_only_its_group_and_anything_else_all_of_them():
     assert cli._groups_for(["validate", "payment_release"]) == ("domains",)
     assert cli._groups_for(["run", "--help"]) == ("session",)
-    for argv in ([], ["--help"], ["--version"], ["frobnicate"], ["-h", "run"]):
+    assert cli._groups_for(["--version", "run"]) == ()
+    for argv in ([], ["--help"], ["frobnicate"], ["-h", "run"], ["-h", "--version"]):
         assert cli._groups_for(argv) is None, argv
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [("--version",), ("--version", "run"), ("--version", "frobnicate", "--help")])
+def test_version_first_prints_the_version_alone(args):
+    r = _planner(*args)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert r.stdout.startswith("planner ") and r.stdout.count("\n") == 1
 
 
 _IMPORTED = r"""
