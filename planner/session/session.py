@@ -26,7 +26,8 @@ from planner.node import Decision, Node, root_node
 from planner.policies import DEFAULT_POLICY, Policy, parse_policy
 from planner.session.receipt import build_receipt
 from planner.session.stop import Stop, StopReason, stop_at, stop_from_outside
-from planner.session.tools import Tool, ToolContext, acall_tool, call_tool, check_tools, to_outcome
+from planner.session.tools import (PROPAGATES, Tool, ToolContext, _plain, acall_tool, bounded_note, call_tool,
+                                   check_timeout, check_tools, to_outcome)
 from planner.io.store import OutcomeLog, open_log
 
 __all__ = ["Session", "Observe", "Step"]
@@ -201,10 +202,17 @@ class Session:
         ``unavailable`` is always accepted: any tool can fail at run time, and
         a failure the model gives probability 0 is recorded as *unplanned*
         (charged, establishing nothing, belief unchanged). `note` says what
-        went wrong with the tool (kept in the receipt).
+        went wrong with the tool (kept in the receipt; one longer than
+        :data:`~planner.session.tools.MAX_NOTE_CHARS` characters keeps its
+        start, its length and its sha256: :func:`~planner.session.tools.bounded_note`).
         """
         if self.stop is not None:
             raise SessionError(f"the session has stopped ({self.stop.reason}); nothing more can be recorded")
+        for what, value in (("observation", name), ("outcome", outcome)):
+            if not isinstance(value, str):
+                raise SessionError(f"record: the {what} must be a string, got {type(value).__name__}")
+        name, outcome = _plain(name), _plain(outcome)  # a str subclass's __eq__/__hash__ never run
+        note = bounded_note(note)
         c = self.compiled
         try:
             o = c.obs_index(name)
@@ -255,15 +263,21 @@ class Session:
         (:func:`~planner.session.tools.to_outcome`).
 
         Any tool can fail; the session never does because of it. A tool that
-        raises, takes longer than its timeout (the Tool's, else `timeout`
-        seconds), or whose record maps to no declared outcome yields
-        ``unavailable``: the call is charged, establishes nothing, and the
-        receipt keeps what went wrong (``note``) and whether the model allowed
-        for the failure (``unplanned``). A tool that raises ``KeyboardInterrupt``
-        (or an interrupt that arrives while it runs) ends the session: the
-        interrupted call is recorded as ``unavailable`` and charged, and the
-        stop has reason ``interrupted``, so the receipt says what happened so
-        far.
+        raises (any exception, a bare ``BaseException`` subclass included, and
+        one whose ``__str__`` or ``__repr__`` raises), takes longer than its
+        timeout (the Tool's, else `timeout` seconds), or whose record maps to
+        no declared outcome or cannot be read at all (a ``str`` subclass is
+        read as plain text, its own ``__eq__``/``__hash__``/``__str__`` never
+        called) yields ``unavailable``: the call is charged, establishes
+        nothing, and the receipt keeps what went wrong (``note``, one line,
+        bounded: :data:`~planner.session.tools.MAX_NOTE_CHARS`) and whether
+        the model allowed for the failure (``unplanned``). A tool that raises
+        ``KeyboardInterrupt`` (or an interrupt that arrives while it runs)
+        ends the session: the interrupted call is recorded as ``unavailable``
+        and charged, and the stop has reason ``interrupted``, so the receipt
+        says what happened so far. ``SystemExit`` and ``GeneratorExit`` do the
+        same and then propagate. A `timeout` that is not a finite number of
+        seconds above 0 is refused before any tool is called.
 
         Timeouts run the tool in a daemon thread: Python cannot stop a thread,
         so a timed-out tool keeps running in the background until it returns,
@@ -271,6 +285,7 @@ class Session:
         it, but would require tools that pickle and would pay a process start
         per call.) :meth:`arun` is the async twin.
         """
+        timeout = check_timeout(timeout, "Session.run")
         table = check_tools(self.domain, self.admission.admitted, tools, allow_async=False)
         for _ in range(max_steps):
             step = self.next()
@@ -282,6 +297,10 @@ class Session:
             except KeyboardInterrupt:
                 self.record(step.observation, UNAVAILABLE, note="interrupted (KeyboardInterrupt)")
                 return self._interrupt()
+            except PROPAGATES as e:  # SystemExit, GeneratorExit: the receipt says so, then they go on
+                self.record(step.observation, UNAVAILABLE, note=f"interrupted ({type(e).__name__})")
+                self._interrupt()
+                raise
             self._record_result(step.observation, tool, record, note, failed)
         raise SessionError(f"no stop after {max_steps} steps")  # pragma: no cover - budgets end runs first
 
@@ -305,6 +324,7 @@ class Session:
         >>> asyncio.run(s.arun(tools)).action
         'release'
         """
+        timeout = check_timeout(timeout, "Session.arun")
         table = check_tools(self.domain, self.admission.admitted, tools, allow_async=True)
         for _ in range(max_steps):
             step = self.next()
@@ -313,7 +333,7 @@ class Session:
             tool = table[step.observation]
             try:
                 record, note, failed = await acall_tool(tool, self._tool_context(step.observation, context), timeout)
-            except (KeyboardInterrupt, asyncio.CancelledError) as e:
+            except (asyncio.CancelledError, *PROPAGATES) as e:
                 self.record(step.observation, UNAVAILABLE, note=f"interrupted ({type(e).__name__})")
                 self._interrupt()
                 raise
