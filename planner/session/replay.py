@@ -13,9 +13,13 @@ belief, budget, facts). Numbers agree to :data:`VALUE_TOL`; everything else
 exactly. Not compared: ``tool_note`` (what a tool said when it failed, which
 the domain cannot re-derive) and ``policy_info`` (search statistics).
 
-The receipt is checked against its schema first; a malformed one raises
+The receipt is checked against its schema (everything but the steps
+first, each step when replay reaches it); a malformed one raises
 :class:`~planner.errors.ReceiptError` (one line naming the JSON path), a
 well-formed one that disagrees is a mismatch ``(False, "<first mismatch>")``.
+Replay stops at the first mismatch: the steps after it are neither checked
+nor re-derived, so a large edited receipt costs what its first steps cost.
+Files are read under :data:`~planner.session.receipt.MAX_RECEIPT_BYTES`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 from planner.tolerances import VALUE_TOL
 from planner.model.caller import Caller
 from planner.errors import CallerError, PolicyError, ReceiptError
-from planner.session.receipt import final_summary, node_summary, quote, validate_receipt
+from planner.session.receipt import final_summary, node_summary, quote, validate_receipt, validate_step
 from planner.session.session import Session
 from planner.session.stop import SET_FROM_OUTSIDE, Stop, StopReason, stop_from_outside
 
@@ -148,7 +152,7 @@ def replay(receipt: dict, domain) -> tuple[bool, str]:
     >>> replay(r, d)
     (False, "final: facts.established.approval 'pending', receipt has 'approved'")
     """
-    validate_receipt(receipt)
+    validate_receipt(receipt, steps=False)  # each step is checked when it is reached
     if "redacted_for" in receipt:
         raise ReceiptError("a redacted receipt cannot be replayed (it hides what the replay needs); "
                            "replay the original")
@@ -168,6 +172,7 @@ def replay(receipt: dict, domain) -> tuple[bool, str]:
         return False, f"caller: {e}"
     for i, entry in enumerate(receipt["steps"]):
         where = f"step {i + 1}"
+        validate_step(entry, i)
         if entry["step"] != i + 1:
             return False, f"{where}: numbered {entry['step']} in the receipt"
         msg = _diff(node_summary(session.node), entry["before"])
