@@ -352,6 +352,13 @@ class Session:
             outcome = UNAVAILABLE
         else:
             outcome, note = to_outcome(self.domain.observation(name), record, tool.mapper if tool else None)
+        if outcome != UNAVAILABLE:
+            try:
+                self.record(name, outcome, note=note)
+                return outcome
+            except SessionError as e:  # an outcome the model rules out here: the tool (or the model) is wrong
+                note = f"the tool returned {outcome!r}, which the domain rules out here: {e}"
+                outcome = UNAVAILABLE
         self.record(name, outcome, note=note)
         return outcome
 

@@ -250,3 +250,17 @@ def test_record_refuses_a_non_string_outcome_in_one_line(payment):
     s.next()
     with pytest.raises(planner.SessionError, match="the outcome must be a string, got ndarray"):
         s.record("approval_registry", np.array(["pending"]))
+
+
+def test_an_outcome_the_model_rules_out_is_unavailable_with_why_not_an_escape():
+    from conftest import tiny_dict
+
+    d = tiny_dict()
+    d["observations"]["oracle"]["likelihood"] = {"a": {"a": 1.0, "never": 0.0}, "b": {"b": 1.0, "never": 0.0}}
+    domain = planner.Domain.from_dict(d)
+    s = planner.Session(domain)
+    s.run({"oracle": lambda: "never", "rumour": lambda: "yes"})
+    step = s.steps[0]
+    assert (step.acquired, step.outcome) == ("oracle", "unavailable")
+    assert step.note.startswith("the tool returned 'never', which the domain rules out here: ")
+    assert replay(s.receipt(), domain)[0]
