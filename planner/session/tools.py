@@ -43,7 +43,7 @@ from typing import Any, Callable, Mapping
 
 import attrs
 
-from planner.errors import SessionError
+from planner.errors import SessionError, one_line
 from planner.model.caller import Caller
 from planner.model.parts import UNAVAILABLE, ResultRule
 
@@ -204,7 +204,8 @@ def bounded_note(note: str | None) -> str | None:
 
     A longer note keeps its start and says that it was cut, how long it was
     and its sha256 (of its UTF-8 bytes), so that the original can still be
-    recognised.
+    recognised. Characters that are not printable (line breaks, escape
+    sequences) are written as ``repr`` writes them.
 
     >>> bounded_note("raised KeyError: 'decision'")
     "raised KeyError: 'decision'"
@@ -216,10 +217,12 @@ def bounded_note(note: str | None) -> str | None:
         return None
     if not isinstance(note, str):
         raise SessionError(f"note: expected a string or None, got {_type_name(note)}")
-    note = _plain(note)
-    if len(note) <= MAX_NOTE_CHARS:
+    original = _plain(note)
+    # one printable line: a line break or an escape sequence in what a tool said cannot forge output
+    note = original if original.isprintable() else one_line(original[:4 * MAX_NOTE_CHARS], limit=2**31)
+    if len(original) <= MAX_NOTE_CHARS and len(note) <= MAX_NOTE_CHARS:
         return note
-    tail = f" ... [cut: {len(note):,} characters, sha256 {_digest(note)}]"
+    tail = f" ... [cut: {len(original):,} characters, sha256 {_digest(original)}]"
     return note[:MAX_NOTE_CHARS - len(tail)] + tail
 
 

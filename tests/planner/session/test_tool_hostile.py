@@ -264,3 +264,12 @@ def test_an_outcome_the_model_rules_out_is_unavailable_with_why_not_an_escape():
     assert (step.acquired, step.outcome) == ("oracle", "unavailable")
     assert step.note.startswith("the tool returned 'never', which the domain rules out here: ")
     assert replay(s.receipt(), domain)[0]
+
+
+def test_a_note_with_line_breaks_or_escape_sequences_is_one_printable_line(payment):
+    step = _first(payment, _raises(ValueError("bad\x1b[2J\rplanner: error: forged")))
+    assert step.note.isprintable() and "\\x1b" in step.note
+    s = planner.Session(payment)
+    s.next()
+    s.record("approval_registry", "unavailable", note="one\nplanner: error: two\u2028three")
+    assert s.steps[0].note == "one\\nplanner: error: two\\u2028three"
