@@ -65,3 +65,20 @@ def test_a_malformed_step_reached_by_replay_is_one_line_naming_its_path(payment)
     r["steps"][1]["candidates"] = "none"
     with pytest.raises(ReceiptError, match=r"^steps\[1\]\.candidates: expected array, got string$"):
         replay(r, payment)
+
+
+def test_an_edited_domain_name_or_policy_parameter_never_replays_as_a_match(payment):
+    d = planner.load_domain("identity_registry")
+    s = planner.Session(d)
+    s.end()
+    r = s.receipt()
+    assert replay(r, d)[0]
+    params = r["policy"]["params"]
+    key = next(k for k, v in params.items() if isinstance(v, float) and not isinstance(v, bool))
+    edited = copy.deepcopy(r)
+    edited["policy"]["params"][key] = params[key] * (1 + 1e-12) + 1e-15  # below VALUE_TOL, still an edit
+    ok, msg = replay(edited, d)
+    assert not ok and msg.startswith(f"policy.params.{key} ")
+    edited = copy.deepcopy(r)
+    edited["domain"]["name"] = "identity_registry2"
+    assert replay(edited, d) == (False, "domain name identity_registry, receipt says identity_registry2")
