@@ -1,8 +1,8 @@
-"""A second, independent mutator for domain files, receipts and outcome logs, with oracles for silent changes.
+"""A second, independent mutator for domain files, receipts, outcome logs and tools, with oracles for silent changes.
 
 Usage (from the repository root)::
 
-    python3 -m studies.fuzz_inputs --mutants 600 --seed 22   # writes studies/results/fuzz_inputs/counts.{json,md}
+    python3 -m studies.fuzz_inputs --mutants 1000 --seed 22  # writes studies/results/fuzz_inputs/counts.{json,md}
     python3 -m studies.fuzz_inputs --mutants 60 --seed 7 --out /tmp/fuzz2
 
 :mod:`studies.fuzz_domains` (the first fuzzer) breaks files at random and asks
@@ -604,7 +604,11 @@ def check_tool(m: dict) -> str | None:
     import planner
     from planner.errors import SessionError
     from planner.session.replay import replay
-    from planner.session.tools import MAX_NOTE_CHARS, Tool
+    from planner.session import tools as _tools
+    from planner.session.tools import Tool
+
+    # the bound the notes keep (1,000 where the code of before had none: the run against it uses the same oracle)
+    MAX_NOTE_CHARS = getattr(_tools, "MAX_NOTE_CHARS", 1000)
 
     d = planner.load_domain(m["domain"])
     session = planner.Session(d)
