@@ -480,34 +480,19 @@ def check_log(path: Path, m: dict) -> str | None:
 _TRAPPED: list = []
 
 
+def _trap(name: str):
+    def method(self, *args):
+        _TRAPPED.append(name)
+        raise RuntimeError(name)
+    return method
+
+
 class _TrapStr(str):
-    def __eq__(self, other):
-        _TRAPPED.append("__eq__")
-        raise RuntimeError("eq")
+    """A str whose comparisons, hash and renderings raise (counted in :data:`_TRAPPED`)."""
 
-    def __ne__(self, other):
-        _TRAPPED.append("__ne__")
-        raise RuntimeError("ne")
-
-    def __hash__(self):
-        _TRAPPED.append("__hash__")
-        raise RuntimeError("hash")
-
-    def __str__(self):
-        _TRAPPED.append("__str__")
-        raise RuntimeError("str")
-
-    def __repr__(self):
-        _TRAPPED.append("__repr__")
-        raise RuntimeError("repr")
-
-    def lower(self):
-        _TRAPPED.append("lower")
-        raise RuntimeError("lower")
-
-    def splitlines(self, *a):
-        _TRAPPED.append("splitlines")
-        raise RuntimeError("splitlines")
+    __eq__, __ne__, __hash__ = _trap("__eq__"), _trap("__ne__"), _trap("__hash__")
+    __str__, __repr__ = _trap("__str__"), _trap("__repr__")
+    lower, splitlines = _trap("lower"), _trap("splitlines")
 
 
 class _Unrenderable(Exception):

@@ -379,6 +379,8 @@ def check_tools(domain, admitted, tools: Mapping, *, allow_async: bool) -> dict:
     names = [o.name for o in domain.observations]
     out = {}
     for key, value in tools.items():
+        if isinstance(key, str):
+            key = _plain(key)  # compared as plain text: a str subclass's __eq__ never runs
         if key not in names:
             close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
             hint = f" (did you mean '{close[0]}'?)" if close else f" (observations: {', '.join(names)})"

@@ -18,37 +18,16 @@ import planner
 from planner.session.receipt import MAX_RECEIPT_BYTES, read_receipt, validate_receipt
 from planner.session.replay import replay
 from planner.session.tools import MAX_NOTE_CHARS, Tool
+from studies.fuzz_inputs import _TRAPPED as TRAPPED
+from studies.fuzz_inputs import _TrapStr, _Unrenderable
 
 MESSAGE = {"manager_message": lambda: "unclear"}
-CALLED = []
+# the fuzzer's hostile str (every comparison and rendering raises, and is counted in TRAPPED)
+CALLED = TRAPPED
+TrapStr = _TrapStr
 
 
-class TrapStr(str):
-    """A str subclass whose every comparison and rendering raises (and is counted)."""
-
-    def __eq__(self, other):
-        CALLED.append("__eq__")
-        raise RuntimeError("eq")
-
-    def __hash__(self):
-        CALLED.append("__hash__")
-        raise RuntimeError("hash")
-
-    def __str__(self):
-        CALLED.append("__str__")
-        raise RuntimeError("str")
-
-    def __repr__(self):
-        CALLED.append("__repr__")
-        raise RuntimeError("repr")
-
-
-class Unprintable(Exception):
-    def __str__(self):
-        raise RuntimeError("no str")
-
-    def __repr__(self):
-        raise RuntimeError("no repr")
+Unprintable = _Unrenderable  # its __str__ and __repr__ raise
 
 
 class UnprintableArgs(Exception):
@@ -119,7 +98,7 @@ def test_a_str_subclass_from_a_mapper_or_a_result_block_is_plain_text(payment, w
 
 @pytest.mark.parametrize("timeout", [None, 5.0])
 @pytest.mark.parametrize("error, note", [
-    (Unprintable(), "raised Unprintable (its message could not be read)"),
+    (Unprintable(), "raised _Unrenderable (its message could not be read)"),
     (UnprintableArgs(), "raised UnprintableArgs (its message could not be read)"),
     (Bare("signal"), "raised Bare: signal"),
 ])
@@ -132,7 +111,7 @@ def test_a_mapper_raising_a_bare_base_exception_or_an_unrenderable_one_is_unavai
     step = _first(payment, Tool(lambda: 1, mapper=_raises(Bare())))
     assert step.note == "the mapper raised Bare"
     step = _first(payment, Tool(lambda: 1, mapper=_raises(Unprintable())))
-    assert step.note == "the mapper raised Unprintable (its message could not be read)"
+    assert step.note == "the mapper raised _Unrenderable (its message could not be read)"
 
 
 @pytest.mark.parametrize("record", [np.array([1, 2]), np.array(["pending"]), np.float64("nan"), Opaque(), b"\x00" * 10**6,
@@ -168,7 +147,7 @@ def test_arun_types_the_same_faults(payment, timeout):
     CALLED.clear()
     assert asyncio.run(_arun(payment, Tool(bare), timeout)).note == "raised Bare: async"
     assert asyncio.run(_arun(payment, _raises(Unprintable()), timeout)).note == (
-        "raised Unprintable (its message could not be read)")
+        "raised _Unrenderable (its message could not be read)")
     assert asyncio.run(_arun(payment, Tool(trap), timeout)).outcome == "approved"
     assert CALLED == []
 
