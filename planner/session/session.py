@@ -22,12 +22,12 @@ from planner.gates.admission import prepare
 from planner.model.caller import Caller
 from planner.errors import SessionError
 from planner.model.parts import UNAVAILABLE
+from planner.session.tools import PROPAGATES, _plain, bounded_note, check_timeout
 from planner.node import Decision, Node, root_node
 from planner.policies import DEFAULT_POLICY, Policy, parse_policy
 from planner.session.receipt import build_receipt
 from planner.session.stop import Stop, StopReason, stop_at, stop_from_outside
-from planner.session.tools import (PROPAGATES, Tool, ToolContext, _plain, acall_tool, bounded_note, call_tool,
-                                   check_timeout, check_tools, to_outcome)
+from planner.session.tools import Tool, ToolContext, acall_tool, call_tool, check_tools, to_outcome
 from planner.io.store import OutcomeLog, open_log
 
 __all__ = ["Session", "Observe", "Step"]
