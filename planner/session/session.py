@@ -285,8 +285,8 @@ class Session:
         it, but would require tools that pickle and would pay a process start
         per call.) :meth:`arun` is the async twin.
         """
-        timeout = check_timeout(timeout, "Session.run")
         table = check_tools(self.domain, self.admission.admitted, tools, allow_async=False)
+        timeout = check_timeout(timeout, "Session.run")  # before any tool runs
         for _ in range(max_steps):
             step = self.next()
             if isinstance(step, Stop):
@@ -324,8 +324,8 @@ class Session:
         >>> asyncio.run(s.arun(tools)).action
         'release'
         """
-        timeout = check_timeout(timeout, "Session.arun")
         table = check_tools(self.domain, self.admission.admitted, tools, allow_async=True)
+        timeout = check_timeout(timeout, "Session.arun")  # before any tool runs
         for _ in range(max_steps):
             step = self.next()
             if isinstance(step, Stop):
