@@ -1,8 +1,8 @@
-"""A second, independent mutator for domain files, receipts and outcome logs, with oracles for silent changes.
+"""A second, independent mutator for domain files, receipts, outcome logs and tools, with oracles for silent changes.
 
 Usage (from the repository root)::
 
-    python3 -m studies.fuzz_inputs --mutants 600 --seed 22   # writes studies/results/fuzz_inputs/counts.{json,md}
+    python3 -m studies.fuzz_inputs --mutants 1000 --seed 22  # writes studies/results/fuzz_inputs/counts.{json,md}
     python3 -m studies.fuzz_inputs --mutants 60 --seed 7 --out /tmp/fuzz2
 
 :mod:`studies.fuzz_domains` (the first fuzzer) breaks files at random and asks
@@ -32,6 +32,20 @@ strategies, each with its own oracle:
   a row dropped, its header changed or the file cut. Oracle: ``log show``,
   ``log show --json`` and ``calibrate`` exit 0 (strict JSON out) or print one
   line ``planner: error: ...`` with status 2, and never change the file.
+- ``tool``: every tool of a shipped domain's session made hostile in one way: a
+  ``str`` subclass whose ``__eq__``/``__hash__``/``__str__``/``__repr__`` raise
+  (holding a declared outcome or not), a numpy array or scalar, bytes, a string
+  of up to 20 MB, an object whose ``__repr__`` raises, a mapping that raises on
+  lookup, an exception whose ``__str__``/``__repr__`` raise, a bare
+  ``BaseException`` subclass, a message of a megabyte over many lines, a mapper
+  that does any of these, run by ``Session.run`` or ``arun`` with and without a
+  timeout; or a bad timeout (0, negative, NaN, infinity, a bool, a string, 1e300)
+  on the Tool or the run. Oracle: the run ends in a stop, every step's outcome
+  is a plain ``str`` (the plain text of a declared outcome, else ``unavailable``),
+  every note one printable line of at most ``MAX_NOTE_CHARS``, no method of the
+  hostile ``str`` ever runs, the receipt is strict JSON under 1 MB that replays
+  as a match; a bad timeout is refused before any tool runs, in one line naming
+  the Tool or the run.
 
 Every mutant runs in-process through :func:`planner.cli.main` (or the loader),
 under a :data:`HANG_S` alarm. A failure is a traceback (any exception out of
@@ -64,7 +78,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Seconds one mutant may take before it counts as a hang.
 HANG_S = 60
 
-STRATEGIES = ("number", "hidden_break", "near_name", "receipt", "log")
+STRATEGIES = ("number", "hidden_break", "near_name", "receipt", "log", "tool")
 
 #: Receipt fields replay does not re-derive (documented in planner.session.replay and docs/outcome-log.md):
 #: an edit there may replay as a match. Paths are prefixes, ``*`` for any list index or key.
@@ -460,6 +474,206 @@ def check_log(path: Path, m: dict) -> str | None:
 
 
 # --------------------------------------------------------------------------
+# tools
+
+#: Methods of the hostile ``str`` subclass that ran (the oracle wants none).
+_TRAPPED: list = []
+
+
+def _trap(name: str):
+    def method(self, *args):
+        _TRAPPED.append(name)
+        raise RuntimeError(name)
+    return method
+
+
+class _TrapStr(str):
+    """A str whose comparisons, hash and renderings raise (counted in :data:`_TRAPPED`)."""
+
+    __eq__, __ne__, __hash__ = _trap("__eq__"), _trap("__ne__"), _trap("__hash__")
+    __str__, __repr__ = _trap("__str__"), _trap("__repr__")
+    lower, splitlines = _trap("lower"), _trap("splitlines")
+
+
+class _Unrenderable(Exception):
+    def __str__(self):
+        raise RuntimeError("no str")
+
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+
+class _TrapMessage(Exception):
+    def __str__(self):
+        return _TrapStr("a message whose methods raise\nsecond line")
+
+
+class _Bare(BaseException):
+    pass
+
+
+class _Opaque:
+    def __repr__(self):
+        raise ValueError("no repr")
+
+    def __eq__(self, other):
+        raise ValueError("no eq")
+
+    __hash__ = None
+
+
+class _Hostile(dict):
+    def __contains__(self, key):
+        raise KeyError("contains")
+
+    def __getitem__(self, key):
+        raise KeyError("getitem")
+
+
+def _result_kinds(rng, outcomes):
+    import numpy as np
+
+    size = rng.choice([81, 5_000, 1_000_000, 20_000_000])
+    return {
+        "trap str of an outcome": (lambda: _TrapStr(rng.choice(outcomes)), "declared"),
+        "trap str of other text": (lambda: _TrapStr("x" * rng.choice([3, 500, 100_000])), "unavailable"),
+        "numpy array": (lambda: np.array([rng.random(), 2.0]), "unavailable"),
+        "numpy str array": (lambda: np.array([rng.choice(outcomes)]), "unavailable"),
+        "numpy nan": (lambda: np.float64("nan"), "unavailable"),
+        "bytes": (lambda: b"\x00\xff" * rng.choice([3, 500_000]), "unavailable"),
+        f"a {size:,}-character string": (lambda: "y" * size, "unavailable"),
+        "an object whose repr raises": (lambda: _Opaque(), "unavailable"),
+        "a mapping that raises": (lambda: _Hostile(status="x"), "unavailable"),
+        "a huge int": (lambda: 10**400, "unavailable"),
+    }
+
+
+def _raise(e):
+    def tool(*_):
+        raise e
+    return tool
+
+
+def _error_kinds(rng):
+    return {
+        "raises an unrenderable exception": _Unrenderable,
+        "raises an exception whose message is a trap str": _TrapMessage,
+        "raises a bare BaseException": lambda: _Bare("bare"),
+        "raises a megabyte over many lines": lambda: RuntimeError("line\n" * 200_000),
+        "raises with a control character": lambda: ValueError("bad\x1b[2J\rplanner: error: forged"),
+    }
+
+
+_BAD_TIMEOUTS = (0, -1, -0.5, float("nan"), float("inf"), -float("inf"), True, "3", [1], 1e300, None)
+
+
+def mutate_tool(rng) -> dict:
+    """One hostile way to give a session its tools (what, the domain, the run's mode and the expected outcome)."""
+    domain = rng.choice(["payment_release", "tool_outage", "second_copy", "kyc_chain"])
+    mode = rng.choice(["run", "arun"])
+    timeout = rng.choice([None, 5.0])
+    pick = rng.random()
+    if pick < 0.15:
+        bad = rng.choice(_BAD_TIMEOUTS[:-1])
+        where = rng.choice(["Tool", "run"])
+        return {"what": f"{domain}: {mode}: bad timeout {bad!r} on the {where}", "domain": domain, "mode": mode,
+                "bad_timeout": bad, "where": where, "timeout": timeout}
+    kind = rng.choice(["result", "error", "mapper result", "mapper error"])
+    return {"what": f"{domain}: {mode} timeout={timeout}: {kind}", "domain": domain, "mode": mode,
+            "kind": kind, "timeout": timeout, "seed": rng.random()}
+
+
+def check_tool(m: dict) -> str | None:
+    import asyncio
+
+    import planner
+    from planner.errors import SessionError
+    from planner.session.replay import replay
+    from planner.session import tools as _tools
+    from planner.session.tools import Tool
+
+    # the bound the notes keep (1,000 where the code of before had none: the run against it uses the same oracle)
+    MAX_NOTE_CHARS = getattr(_tools, "MAX_NOTE_CHARS", 1000)
+
+    d = planner.load_domain(m["domain"])
+    session = planner.Session(d)
+    rng = random.Random(m.get("seed", 0))
+    tools, expect = {}, {}
+
+    def build():  # inside the guard below: a bad timeout on a Tool is refused when it is built
+        if "bad_timeout" in m:
+            for o in d.observations:
+                tools[o.name] = (Tool(lambda: "x", timeout=m["bad_timeout"]) if m["where"] == "Tool" and not tools
+                                 else (lambda: "x"))
+            return
+        kind = m["kind"]
+        for o in d.observations:
+            kinds = _result_kinds(rng, list(o.outcomes)) if "result" in kind else _error_kinds(rng)
+            name = rng.choice(sorted(kinds))
+            if "result" in kind:
+                fn, want = kinds[name]
+            else:
+                fn, want = _raise(kinds[name]()), "unavailable"
+            tools[o.name] = Tool((lambda: 0), mapper=(lambda r, fn=fn: fn())) if kind.startswith("mapper") else fn
+            expect[o.name] = (name, want)
+
+    run_timeout = m["bad_timeout"] if m.get("where") == "run" else m["timeout"]
+    _TRAPPED.clear()
+    m["outcome"] = "stopped"
+    try:
+        with _alarm(HANG_S):
+            try:
+                build()
+                if m["mode"] == "run":
+                    session.run(tools, timeout=run_timeout)
+                else:
+                    asyncio.run(session.arun(tools, timeout=run_timeout))
+            except SessionError as e:
+                if "bad_timeout" not in m:
+                    return f"traceback: SessionError out of {m['mode']}: {str(e)[:120]}"
+                m["outcome"] = "refused"
+                text = str(e)
+                if "\n" in text or not text.isprintable():
+                    return "error not one line"
+                if not (text.startswith("Tool(") or text.startswith(f"Session.{m['mode']}")):
+                    return f"the refusal names neither the Tool nor the run: {text[:120]}"
+                if session.steps:
+                    return "silent change: a tool ran before a bad timeout was refused"
+                return None
+    except _Hang:
+        return "hang"
+    except Exception as e:  # noqa: BLE001 - anything out of the run is the failure we count
+        return f"traceback: {type(e).__name__}: {str(e)[:120]}"
+    except BaseException as e:  # noqa: BLE001 - a BaseException that escaped the guard
+        return f"traceback: {type(e).__name__} escaped the guard"
+    if "bad_timeout" in m and m["bad_timeout"] is not None:
+        return f"silent change: bad timeout {m['bad_timeout']!r} accepted"
+    if _TRAPPED:
+        return f"silent change: the hostile str's {_TRAPPED[0]} ran"
+    if session.stop is None:
+        return "other: the run returned without a stop"
+    for st in session.steps:
+        if type(st.outcome) is not str:
+            return f"other: {st.acquired}'s outcome is a {type(st.outcome).__name__}"
+        name, want = expect.get(st.acquired, ("", "any"))
+        if want == "unavailable" and st.outcome != "unavailable":
+            return f"silent change: {st.acquired} ({name}) recorded as {st.outcome}"
+        if st.note is not None and (type(st.note) is not str or len(st.note) > MAX_NOTE_CHARS
+                                    or not st.note.isprintable()):
+            return f"other: {st.acquired}'s note is not one bounded printable line"
+    try:
+        text = json.dumps(session.receipt(), allow_nan=False)
+    except (TypeError, ValueError) as e:
+        return f"other: the receipt is not strict JSON: {str(e)[:80]}"
+    if len(text) > 2**20:
+        return f"other: the receipt is {len(text):,} bytes"
+    ok, msg = replay(json.loads(text), d)
+    if not ok:
+        return f"other: the receipt does not replay: {msg[:120]}"
+    return None
+
+
+# --------------------------------------------------------------------------
 # the run
 
 def fuzz(mutants: int, seed: int, only: int | None = None, progress=None) -> dict:
@@ -493,6 +707,10 @@ def fuzz(mutants: int, seed: int, only: int | None = None, progress=None) -> dic
                 m = mutate_receipt(rng, receipt)
                 what = f"{name}: {m['what']}"
                 failure = check_receipt(m, name, tmp)
+            elif strategy == "tool":
+                m = mutate_tool(rng)
+                what = m["what"]
+                failure = check_tool(m)
             else:
                 path = tmp / f"log{i}.db"
                 what = mutate_log(rng, base, path)

@@ -120,6 +120,8 @@ class _Logged:
     calls: np.ndarray        # float64[O]: acquisitions (unavailable included)
     fails: np.ndarray        # float64[O]: unavailable outcomes
     skipped: tuple           # (reason, count) pairs
+    sessions: int = 0        # every session read, skipped ones included
+    digest: str = ""         # log_digest of every session read
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -203,12 +205,30 @@ def log_digest(sessions) -> str:
     >>> log_digest([{"acquisitions": [("a", "x")], "resolution": {}}])[:12]
     '19ee10cc6e0c'
     """
-    canon = []
+    digest = _Digest()
     for s in sessions:
+        digest.add(s)
+    return digest.hexdigest()
+
+
+class _Digest:
+    """:func:`log_digest` fed one session at a time: the sha256 of the JSON list it would dump, never built."""
+
+    def __init__(self):
+        self._h = hashlib.sha256(b"[")
+        self._first = True
+
+    def add(self, s) -> None:
         acq = [(_acq(a)[0], _acq(a)[1]) for a in _field(s, "acquisitions", ())]
-        canon.append([_field(s, "id"), acq, sorted((_field(s, "resolution") or {}).items())])
-    text = json.dumps(canon, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+        item = [_field(s, "id"), acq, sorted((_field(s, "resolution") or {}).items())]
+        text = json.dumps(item, separators=(",", ":"), default=str)
+        self._h.update((text if self._first else "," + text).encode())
+        self._first = False
+
+    def hexdigest(self) -> str:
+        h = self._h.copy()
+        h.update(b"]")
+        return h.hexdigest()
 
 
 def _acq(a) -> tuple:
@@ -225,11 +245,14 @@ def _read_log(compiled, sessions, method: str) -> _Logged:
     skipped: dict = {}
     a_s, a_o, a_y, masks, resolved = [], [], [], [], []
     calls, fails = np.zeros(O), np.zeros(O)
+    digest, seen = _Digest(), 0
 
     def skip(why):
         skipped[why] = skipped.get(why, 0) + 1
 
-    for s in sessions:
+    for s in sessions:  # one pass: `sessions` may stream from a log
+        digest.add(s)
+        seen += 1
         name = _field(s, "domain")
         if name is not None and name != c.domain.name:
             skip(f"another domain ({name})")
@@ -270,7 +293,8 @@ def _read_log(compiled, sessions, method: str) -> _Logged:
     return _Logged(n=len(masks), acq_session=np.array(a_s, dtype=i64), acq_obs=np.array(a_o, dtype=i64),
                    acq_slot=np.array(a_y, dtype=i64),
                    mask=np.array(masks, dtype=bool).reshape(len(masks), S), resolved=np.array(resolved, dtype=bool),
-                   calls=calls, fails=fails, skipped=tuple(sorted(skipped.items())))
+                   calls=calls, fails=fails, skipped=tuple(sorted(skipped.items())), sessions=seen,
+                   digest=digest.hexdigest())
 
 
 def _posterior(prior, lik, log: _Logged):
@@ -589,6 +613,9 @@ def calibrate(domain, sessions, *, method: str = "em", prior_strength: float = P
         ``acquisitions`` (``(observation, outcome)`` pairs or objects with
         those attributes), ``resolution`` (``{proposition: value}``) and
         optionally ``domain`` (sessions of another domain are skipped).
+        Read once, in one pass: a stream such as
+        :meth:`planner.io.store.OutcomeLog.iter_sessions` is never held in
+        memory, only the arrays of outcomes it yields.
     method : {"em", "resolved"}
     prior_strength : float
         Pseudo-counts of the declared row (above 0: a row without data keeps its declared mean).
@@ -605,9 +632,8 @@ def calibrate(domain, sessions, *, method: str = "em", prior_strength: float = P
         raise CalibrationError(f"unknown calibration method '{method}' (methods: {', '.join(METHODS)})")
     if not np.isfinite(prior_strength) or prior_strength <= 0:
         raise CalibrationError(f"prior strength must be a finite number above 0, got {prior_strength}")
-    sessions = list(sessions)
     c = compile_domain(domain) if not hasattr(domain, "lik") else domain
-    log = _read_log(c, sessions, method)
+    log = _read_log(c, sessions, method)  # the one pass over `sessions`
     if log.n == 0:
         raise CalibrationError(f"no session in the log can calibrate {c.domain.name}"
                                + (f" (skipped: {_skips(log.skipped)})" if log.skipped else ""))
@@ -693,9 +719,9 @@ def calibrate(domain, sessions, *, method: str = "em", prior_strength: float = P
     return CalibrationResult(
         compiled=c, method=method, prior_strength=float(prior_strength), rows=rows, alpha=alpha, counts=counts,
         interval=interval, declared=R.declared, failure=failure, failure_alpha=fa, failure_interval=f_int,
-        calls=log.calls, fails=log.fails, acquired=acquired, sessions=len(sessions), used=int(ok.sum()),
+        calls=log.calls, fails=log.fails, acquired=acquired, sessions=log.sessions, used=int(ok.sum()),
         resolved=int(log.resolved[ok].sum()), skipped=log.skipped, inconsistent=int((~ok).sum()),
-        iterations=best.iterations, latent=latent, digest=log_digest(sessions),
+        iterations=best.iterations, latent=latent, digest=log.digest,
         world=world, prior=wparams, prior_alpha=walpha, prior_counts=wcounts, prior_interval=winterval,
         prior_estimated=not fix, identification=ident)
 

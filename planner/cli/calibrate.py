@@ -57,10 +57,30 @@ def cmd_simulate_log(args) -> int:
 def cmd_calibrate(args) -> int:
     domain = load_domain(args.domain)
     with open_log(args.log, readonly=True) as log:
-        sessions = log.sessions(domain=domain.name)
-        every = len(log.sessions())
-    if not sessions:
-        raise PlannerError(f"{args.log}: no session of {domain.name} in the log ({every} sessions of other domains)")
+        return _calibrate(args, domain, log)
+
+
+class _Stream:
+    """The log's sessions of one domain, read anew (streamed) each time they are iterated.
+
+    The first pass reads the receipts too, so that a malformed one is refused
+    as before (one chunk in memory at a time); the report's passes skip them.
+    """
+
+    def __init__(self, log, domain: str):
+        self.log, self.domain, self.checked = log, domain, False
+
+    def __iter__(self):
+        receipts, self.checked = not self.checked, True
+        return self.log.iter_sessions(self.domain, receipts=receipts)
+
+
+def _calibrate(args, domain, log) -> int:
+    # The log is streamed, once to calibrate and once per model for the report: memory stays flat.
+    sessions = _Stream(log, domain.name)
+    if log.count_sessions(domain.name) == 0:
+        raise PlannerError(f"{args.log}: no session of {domain.name} in the log "
+                           f"({log.count_sessions()} sessions of other domains)")
     result = calibrate(domain, sessions, method=args.method, prior_strength=args.prior_strength, seed=args.seed,
                        estimate_prior=not args.hold_prior)
     for w in result.identification.warnings:

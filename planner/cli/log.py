@@ -5,12 +5,17 @@ Sessions get into a log with ``planner run ... --log PATH`` (or
 ``planner log resolve``. Both commands read an existing log only: a missing
 file, a file that is not an outcome log, an unknown session, proposition or
 value is one line ``planner: error: ...``, exit status 2.
+
+``log show`` streams the log (:meth:`~planner.io.store.OutcomeLog.iter_sessions`):
+one session is in memory at a time, and its ``--json`` is written session by
+session, so memory stays flat as the log grows.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import textwrap
 
 import attrs
 
@@ -49,26 +54,62 @@ def session_line(s) -> str:
 
 
 def summary_line(sessions) -> str:
-    """``N sessions, K complete, R resolved`` (resolved: at least one proposition has its truth logged)."""
-    n = len(sessions)
-    complete = sum(s.complete for s in sessions)
-    resolved = sum(bool(s.resolution) for s in sessions)
-    return f"{n} session{'' if n == 1 else 's'}, {complete} complete, {resolved} resolved"
+    """``N sessions, K complete, R resolved`` (resolved: at least one proposition has its truth logged).
+
+    `sessions` is any iterable of sessions, read once.
+    """
+    tally = _Tally()
+    for _ in tally.count(sessions):
+        pass
+    return tally.line()
+
+
+@attrs.define
+class _Tally:
+    """The summary's counts, kept while sessions stream past."""
+
+    sessions: int = 0
+    complete: int = 0
+    resolved: int = 0
+
+    def count(self, sessions):
+        for s in sessions:
+            self.sessions += 1
+            self.complete += bool(s.complete)
+            self.resolved += bool(s.resolution)
+            yield s
+
+    def line(self) -> str:
+        n = self.sessions
+        return f"{n} session{'' if n == 1 else 's'}, {self.complete} complete, {self.resolved} resolved"
+
+
+def _write_json(path, sessions, out) -> None:
+    """What ``json.dumps({"log", "sessions", "summary"}, indent=2)`` prints, written one session at a time."""
+    tally = _Tally()
+    out.write('{\n  "log": ' + json.dumps(str(path)) + ',\n  "sessions": [')
+    first = True
+    for s in tally.count(sessions):
+        # strict JSON: a log never holds a non-finite number (allow_nan=False refuses one rather than print it)
+        text = json.dumps(attrs.asdict(s), indent=2, allow_nan=False)
+        out.write(("\n" if first else ",\n") + textwrap.indent(text, "    "))
+        first = False
+    out.write("]" if first else "\n  ]")
+    summary = {"sessions": tally.sessions, "complete": tally.complete, "resolved": tally.resolved}
+    out.write(',\n  "summary": ' + textwrap.indent(json.dumps(summary, indent=2), "  ")[2:] + "\n}\n")
 
 
 def cmd_show(args) -> int:
     with open_log(args.path, readonly=True) as log:
-        sessions = log.sessions(args.domain)
-    if args.json:
-        print(json.dumps({"log": str(args.path),
-                          "sessions": [attrs.asdict(s) for s in sessions],
-                          "summary": {"sessions": len(sessions), "complete": sum(s.complete for s in sessions),
-                                      "resolved": sum(bool(s.resolution) for s in sessions)}},
-                         indent=2, allow_nan=False))  # strict JSON: a log never holds a non-finite number
-        return 0
-    for s in sessions:
-        print(session_line(s))
-    print(summary_line(sessions))
+        # streamed, one chunk at a time; the receipts are read (and so checked) even where not printed
+        sessions = log.iter_sessions(args.domain)
+        if args.json:
+            _write_json(args.path, sessions, sys.stdout)
+            return 0
+        tally = _Tally()
+        for s in tally.count(sessions):
+            print(session_line(s))
+        print(tally.line())
     return 0
 
 

@@ -1162,7 +1162,7 @@ def domain_fields(data: dict) -> dict:
         raise DomainError(["observations", cycle[0], "requires"], "cyclic preconditions: " + text)
     actions = _actions(data["actions"], names)
     _check_losses(actions, all_penalties)
-    calibration = _calibration(data["calibration"], observations) if "calibration" in data else None
+    calibration = _calibration(data["calibration"], observations, prior, names) if "calibration" in data else None
     checks = tuple(Check(name=str(c.get("name", f"check{i + 1}")), spec=c)
                    for i, c in enumerate(data.get("checks", []) or []))
     return dict(
@@ -1185,19 +1185,23 @@ def calibration_id(block: dict) -> str:
 
 
 
-def _calibration(raw: dict, observations) -> Calibration:
-    """The ``calibration`` block, checked against the observations it calibrates.
+def _calibration(raw: dict, observations, prior: Prior, names: _Names) -> Calibration:
+    """The ``calibration`` block, checked against the observations and the prior it calibrates.
 
     Every calibrated likelihood row must be ``alpha / sum(alpha)`` of its
-    posterior and every calibrated failure rate the mean of its Beta
-    posterior (within :data:`PROB_TOL`), so that a hand edit of a
-    calibrated row cannot pass for the calibration.
+    posterior, every calibrated failure rate the mean of its Beta
+    posterior, and the world prior the posterior mean of the block's
+    ``prior`` parameters (or, when the block says the prior was held, the
+    declared prior it records), within :data:`PROB_TOL`, so that a hand edit
+    of a calibrated row or prior cannot pass for the calibration.
     """
     path = ["calibration"]
     expected = calibration_id(raw)
     if raw["id"] != expected:
         raise DomainError(path + ["id"], f"{raw['id']} does not match the block's content ({expected}): "
                                          "the block was edited after calibration")
+    if "prior" in raw:
+        _check_calibrated_prior(raw["prior"], prior, names, path + ["prior"])
     by_name = {o.name: o for o in observations}
     cal_obs = []
     for name, spec in raw["observations"].items():
@@ -1259,6 +1263,43 @@ def _calibration(raw: dict, observations) -> Calibration:
     return Calibration(id=raw["id"], method=raw["method"], date=str(raw["date"]),
                        prior_strength=float(raw["prior_strength"]), log=raw["log"], observations=cal_obs,
                        source=raw.get("source"))
+
+
+def _check_calibrated_prior(raw: dict, prior: Prior, names: _Names, path: list) -> None:
+    """The file's prior is the calibration's posterior mean (or, held, its declared prior): one line otherwise."""
+    props = list(names.props)
+    if prior.marginals is not None:
+        given = {p: dict(dist) for p, dist in prior.marginals}
+        where = {p: ["prior", p] for p in given}
+    else:
+        table = {", ".join(f"{p}={dict(c.when)[p]}" for p in props): c.value for c in prior.joint}
+        given, where = {"joint": table}, {"joint": ["prior", "joint"]}
+    held = not raw["estimated"]
+    for i, entry in enumerate(raw["parameters"]):
+        epath = path + ["parameters", i]
+        label = entry["of"]
+        if label not in given:
+            form = "marginals of " + ", ".join(given) if prior.marginals is not None else "a joint table"
+            raise DomainError(epath + ["of"], f"{_quote(label)} is not a parameter of the file's prior ({form})")
+        part = "declared" if held else "alpha"
+        if part not in entry:
+            raise DomainError(epath, f"an estimated prior needs its posterior's {part}")
+        values = {k: float(v) for k, v in entry[part].items()}
+        total = sum(values.values())
+        if total <= 0:
+            raise DomainError(epath + [part], "sums to 0 (a posterior needs a positive parameter)")
+        for k, m in (entry.get("mean") or {}).items():
+            if abs(float(m) - values.get(k, 0.0) / total) > PROB_TOL:
+                raise DomainError(epath + ["mean", k], f"{_fmt(m)} is not alpha / sum(alpha) = "
+                                                       f"{_fmt(values.get(k, 0.0) / total)}")
+        for k in sorted(set(values) | set(given[label]), key=str):
+            want = values.get(k, 0.0) / total
+            got = given[label].get(k, 0.0)
+            if abs(got - want) > PROB_TOL:
+                what = "the declared prior it held" if held else "its posterior mean"
+                raise DomainError(where[label], f"gives {k} {_fmt(got)}, but {what} is {_fmt(want)} "
+                                                f"({format_path(epath + [part])}): calibrate again, or remove "
+                                                "the calibration block")
 
 
 def _world(raw_world: dict, names: _Names) -> list:

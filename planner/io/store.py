@@ -40,14 +40,14 @@ import time
 import urllib.parse
 import uuid
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import attrs
 
 from planner.errors import LogError, one_line
 from planner.io.files import special_file
 
-__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "BUSY_TIMEOUT", "MIGRATIONS", "OutcomeLog", "SQLiteLog", "open_log",
+__all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "BUSY_TIMEOUT", "READ_CHUNK", "MIGRATIONS", "OutcomeLog", "SQLiteLog", "open_log",
            "LoggedAcquisition", "LoggedSession"]
 
 #: The version of the log's schema this code writes (``PRAGMA user_version`` of the file).
@@ -58,6 +58,10 @@ APPLICATION_ID = 0x45504C47
 
 #: Seconds a write waits for another process's write to finish before it fails.
 BUSY_TIMEOUT = 30.0
+
+#: Sessions read per read transaction by :meth:`SQLiteLog.iter_sessions`: enough to amortise the three
+#: queries, few enough that a chunk with its receipts stays a few megabytes.
+READ_CHUNK = 256
 
 
 def _error(message: str) -> LogError:
@@ -201,6 +205,21 @@ class OutcomeLog(abc.ABC):
     @abc.abstractmethod
     def sessions(self, domain: str | None = None) -> list[LoggedSession]:
         """Every session (of `domain`, when given), in id order, as :class:`LoggedSession`."""
+
+    def iter_sessions(self, domain: str | None = None, *, receipts: bool = True) -> Iterator[LoggedSession]:
+        """The sessions of :meth:`sessions`, one at a time: what reads a whole log uses (memory stays flat).
+
+        `receipts` false leaves every ``receipt`` None (neither read nor
+        parsed: ``log show`` and ``calibrate`` do not need them). This
+        default lists :meth:`sessions`; an implementation that can stream
+        overrides it.
+        """
+        for s in self.sessions(domain):
+            yield s if receipts else attrs.evolve(s, receipt=None)
+
+    def count_sessions(self, domain: str | None = None) -> int:
+        """How many sessions (of `domain`, when given) the log holds."""
+        return sum(1 for _ in self.iter_sessions(domain, receipts=False))
 
     @abc.abstractmethod
     def close(self) -> None:
@@ -592,27 +611,73 @@ class SQLiteLog(OutcomeLog):
                              [(session, prop, value, when, logged) for prop, value in truth.items()])
 
     def sessions(self, domain: str | None = None) -> list[LoggedSession]:
-        where, args = ("WHERE s.domain = ?", (domain,)) if domain is not None else ("", ())
+        return self._read(domain, after=0, limit=None, receipts=True)  # one read transaction: one snapshot
+
+    def iter_sessions(self, domain: str | None = None, *, receipts: bool = True) -> Iterator[LoggedSession]:
+        """The sessions in id order, read :data:`READ_CHUNK` at a time: memory stays flat as the log grows.
+
+        Each chunk is one read transaction (one snapshot); no lock or
+        transaction is held between chunks, so the log may be written while
+        the iteration goes on (a session logged meanwhile may appear, with
+        what it had logged when its chunk was read).
+        """
+        after = 0
+        while True:
+            chunk = self._read(domain, after=after, limit=READ_CHUNK, receipts=receipts)
+            yield from chunk
+            if len(chunk) < READ_CHUNK:
+                return
+            after = chunk[-1].id
+
+    def count_sessions(self, domain: str | None = None) -> int:
+        """How many sessions (of `domain`, when given); a session whose domain is not text is one line.
+
+        Without reading the sessions: the count and the type check use the
+        index on (domain, id).
+        """
+        with self._lock:
+            try:
+                conn = self._live()
+                total, mine, bad = conn.execute(
+                    "SELECT count(*), coalesce(sum(domain = ?), 0), min(CASE WHEN typeof(domain) != 'text' "
+                    "THEN id END) FROM sessions", (domain,)).fetchone()
+                if bad is not None:  # a foreign writer's row that a domain filter would silently pass over
+                    _row(conn.execute("SELECT id, domain FROM sessions WHERE id = ?", (bad,)).fetchone(),
+                         ((int,), (str,)), ("id", "domain"), f"session {bad}", self._shown)
+            except sqlite3.Error as e:
+                raise self._failed(e, "cannot read") from None
+        return int(total if domain is None else mine)
+
+    def _read(self, domain: str | None, *, after: int, limit: int | None, receipts: bool) -> list[LoggedSession]:
+        """The sessions with id above `after` (at most `limit`), their acquisitions and resolutions: one snapshot."""
+        where, args = ("AND s.domain = ?", (domain,)) if domain is not None else ("", ())
+        receipt = "s.receipt" if receipts else "NULL"
         with self._lock:
             # one read transaction: the three queries see one snapshot
             with self._transaction(self._live(), "BEGIN") as conn:
                 rows = conn.execute(
                     "SELECT s.id, s.uuid, s.domain, s.content_hash, s.world, s.policy, s.context, s.calibration, "
-                    f"s.started, s.finished, s.action, s.reason, s.expected_loss, s.receipt FROM sessions s {where} "
-                    "ORDER BY s.id", args).fetchall()
-                acquisitions = conn.execute(
-                    "SELECT a.session, a.idx, a.observation, a.outcome, a.unplanned, a.cost, a.note "
-                    f"FROM acquisitions a JOIN sessions s ON s.id = a.session {where} ORDER BY a.session, a.idx",
-                    args).fetchall()
-                resolutions = conn.execute(
-                    f"SELECT r.session, r.proposition, r.value FROM resolutions r JOIN sessions s ON s.id = r.session "
-                    f"{where} ORDER BY r.id", args).fetchall()
+                    f"s.started, s.finished, s.action, s.reason, s.expected_loss, {receipt} FROM sessions s "
+                    f"WHERE s.id > ? {where} ORDER BY s.id LIMIT ?",
+                    (after, *args, -1 if limit is None else limit)).fetchall()
+                if rows and isinstance(rows[-1][0], int):
+                    span = (after, rows[-1][0], *args)
+                    acquisitions = conn.execute(
+                        "SELECT a.session, a.idx, a.observation, a.outcome, a.unplanned, a.cost, a.note "
+                        "FROM acquisitions a JOIN sessions s ON s.id = a.session "
+                        f"WHERE a.session > ? AND a.session <= ? {where} ORDER BY a.session, a.idx", span).fetchall()
+                    resolutions = conn.execute(
+                        "SELECT r.session, r.proposition, r.value FROM resolutions r JOIN sessions s "
+                        f"ON s.id = r.session WHERE r.session > ? AND r.session <= ? {where} "
+                        "ORDER BY r.session, r.id", span).fetchall()
+                else:
+                    acquisitions = resolutions = []
         shown = self._shown
+        rows = [_row(r, _SESSION_TYPES, _SESSION_COLUMNS, f"session {r[0]}", shown) for r in rows]
         acquisitions = [_row(r, _ACQUISITION_TYPES, _ACQUISITION_COLUMNS, f"acquisitions row of session {r[0]}", shown)
                         for r in acquisitions]
         resolutions = [_row(r, ((int,), (str,), (str,)), ("session", "proposition", "value"),
                             f"resolutions row of session {r[0]}", shown) for r in resolutions]
-        rows = [_row(r, _SESSION_TYPES, _SESSION_COLUMNS, f"session {r[0]}", shown) for r in rows]
         acquired: dict = {}
         for sid, idx, obs, outcome, unplanned, cost, note in acquisitions:
             acquired.setdefault(sid, []).append(LoggedAcquisition(

@@ -20,6 +20,7 @@ import datetime as _dt
 import functools
 import json
 import math
+import os
 import re
 from importlib import resources
 
@@ -34,13 +35,15 @@ from planner.model.parts import UNAVAILABLE
 from planner.node import Node
 
 __all__ = ["SCHEMA_VERSION", "MAX_RECEIPT_BYTES", "build_receipt", "node_summary", "final_summary",
-           "receipt_schema", "validate_receipt", "read_receipt", "json_path", "quote"]
+           "receipt_schema", "validate_receipt", "validate_step", "read_receipt", "json_path", "quote"]
 
 SCHEMA_VERSION = 1
 
-#: A receipt file larger than this is refused before its contents are parsed: bounded work for any
-#: file, far above what a budgeted session writes (some 10 kB per step of a 100-observation table).
-MAX_RECEIPT_BYTES = 64 * 2**20
+#: A receipt file larger than this (16 MiB) is refused before its contents are parsed: bounded work and
+#: memory for any file (parsing 16 MiB of JSON takes some 0.2 s and 150 MB), far above what a budgeted
+#: session writes (some 10 kB per step of a 100-observation table; a tool's note is capped at
+#: :data:`planner.session.tools.MAX_NOTE_CHARS`). The cap of settlement receipts is the same.
+MAX_RECEIPT_BYTES = 16 * 2**20
 
 
 def _budget(node: Node) -> dict:
@@ -202,6 +205,20 @@ def _validator():
     return jsonschema.Draft202012Validator(receipt_schema())
 
 
+@functools.lru_cache(maxsize=1)
+def _step_validator():
+    schema = receipt_schema()
+    return jsonschema.Draft202012Validator({"$ref": "#/$defs/step", "$defs": schema["$defs"]})
+
+
+def _first_error(validator, instance):
+    try:
+        errors = list(validator.iter_errors(instance))
+        return jsonschema.exceptions.best_match(errors) if errors else None
+    except RecursionError:
+        raise ReceiptError("nested too deeply to be a receipt") from None
+
+
 # --------------------------------------------------------------------------
 # messages about a hostile document: one line, bounded, quoting what it quotes
 
@@ -282,11 +299,15 @@ def _at(path, what) -> str:
     return f"{where}: {what}" if where else what
 
 
-def validate_receipt(receipt) -> None:
+def validate_receipt(receipt, *, steps: bool = True) -> None:
     """Raise :class:`~planner.errors.ReceiptError` if `receipt` does not match the receipt schema.
 
     The message is one line, ``"<JSON path>: <what is wrong>"``. Beyond the
     schema: the decision time must be an ISO 8601 time (replay parses it).
+    `steps` false: everything but the entries of ``steps`` (which must still
+    be a list); :func:`validate_step` checks each entry when it is reached
+    (replay does, so that a mismatch at step 1 of a large receipt is reported
+    without checking the rest).
 
     >>> validate_receipt({"schema_version": 1})
     Traceback (most recent call last):
@@ -298,11 +319,10 @@ def validate_receipt(receipt) -> None:
     if "schema_version" in receipt and receipt["schema_version"] != SCHEMA_VERSION:
         raise ReceiptError(f"schema_version: {quote(receipt['schema_version'])}; this planner reads receipts of "
                            f"version {SCHEMA_VERSION}")
-    try:
-        errors = list(_validator().iter_errors(receipt))
-        error = jsonschema.exceptions.best_match(errors) if errors else None
-    except RecursionError:
-        raise ReceiptError("nested too deeply to be a receipt") from None
+    shallow = receipt
+    if not steps and isinstance(receipt.get("steps"), list):
+        shallow = {**receipt, "steps": []}
+    error = _first_error(_validator(), shallow)
     if error is not None:
         raise ReceiptError(_at(error.absolute_path, _what(error)))
     dt = receipt["decision_time"]
@@ -311,6 +331,19 @@ def validate_receipt(receipt) -> None:
             _dt.datetime.fromisoformat(dt)
         except ValueError:
             raise ReceiptError(f"decision_time: {quote(dt)} is not an ISO 8601 time") from None
+
+
+def validate_step(entry, index: int) -> None:
+    """Raise :class:`~planner.errors.ReceiptError` if `entry` is not a well-formed step ``steps[index]``.
+
+    >>> validate_step({"step": 1}, 0)
+    Traceback (most recent call last):
+    ...
+    planner.errors.ReceiptError: steps[0]: missing "before"
+    """
+    error = _first_error(_step_validator(), entry)
+    if error is not None:
+        raise ReceiptError(_at(["steps", index, *error.absolute_path], _what(error)))
 
 
 class _BadNumber(ValueError):
@@ -345,8 +378,11 @@ def _unique(pairs):
     return out
 
 
-def read_receipt(path) -> dict:
+def read_receipt(path, *, steps: bool = True) -> dict:
     """Read and validate the receipt file at `path`; a :class:`~planner.errors.ReceiptError` otherwise.
+
+    `steps` false leaves the step entries to be checked one by one as they
+    are used (:func:`validate_receipt`); replay reads receipts so.
 
     Every failure is one line ``"<path>: <what>"``: a missing file, a folder,
     a file larger than :data:`MAX_RECEIPT_BYTES`, bytes that are not UTF-8,
@@ -370,7 +406,10 @@ def read_receipt(path) -> dict:
         raise ReceiptError(f"{shown}: is {kind}, not a receipt file")
     try:
         with open(path, "rb") as f:
-            # read one byte more than allowed: a device or a pipe has no size to check first
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_RECEIPT_BYTES:  # refused before a byte is read
+                raise ReceiptError(_too_large(shown, size))
+            # read one byte more than allowed: the file may have grown since
             data = f.read(MAX_RECEIPT_BYTES + 1)
     except FileNotFoundError:
         raise ReceiptError(f"{shown}: no such file") from None
@@ -379,7 +418,7 @@ def read_receipt(path) -> dict:
     except OSError as e:
         raise ReceiptError(f"{shown}: cannot read: {e.strerror or type(e).__name__}") from None
     if len(data) > MAX_RECEIPT_BYTES:
-        raise ReceiptError(f"{shown}: larger than {MAX_RECEIPT_BYTES // 2**20} MiB; not a receipt")
+        raise ReceiptError(_too_large(shown, None))
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -396,7 +435,13 @@ def read_receipt(path) -> dict:
     except ValueError:  # Python refuses to convert integers of more than 4,300 digits
         raise ReceiptError(f"{shown}: an integer too long to be a number of a receipt") from None
     try:
-        validate_receipt(receipt)
+        validate_receipt(receipt, steps=steps)
     except ReceiptError as e:
         raise ReceiptError(f"{shown}: {e}") from None
     return receipt
+
+
+def _too_large(shown: str, size: int | None) -> str:
+    got = f"{size:,} bytes, " if size is not None else ""
+    return (f"{shown}: {got}larger than the {MAX_RECEIPT_BYTES // 2**20} MiB ({MAX_RECEIPT_BYTES:,} bytes) "
+            "a receipt may be; not a receipt")

@@ -13,9 +13,13 @@ belief, budget, facts). Numbers agree to :data:`VALUE_TOL`; everything else
 exactly. Not compared: ``tool_note`` (what a tool said when it failed, which
 the domain cannot re-derive) and ``policy_info`` (search statistics).
 
-The receipt is checked against its schema first; a malformed one raises
+The receipt is checked against its schema (everything but the steps
+first, each step when replay reaches it); a malformed one raises
 :class:`~planner.errors.ReceiptError` (one line naming the JSON path), a
 well-formed one that disagrees is a mismatch ``(False, "<first mismatch>")``.
+Replay stops at the first mismatch: the steps after it are neither checked
+nor re-derived, so a large edited receipt costs what its first steps cost.
+Files are read under :data:`~planner.session.receipt.MAX_RECEIPT_BYTES`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 from planner.tolerances import VALUE_TOL
 from planner.model.caller import Caller
 from planner.errors import CallerError, PolicyError, ReceiptError
-from planner.session.receipt import final_summary, node_summary, quote, validate_receipt
+from planner.session.receipt import _jsonable, final_summary, node_summary, quote, validate_receipt, validate_step
 from planner.session.session import Session
 from planner.session.stop import SET_FROM_OUTSIDE, Stop, StopReason, stop_from_outside
 
@@ -59,8 +63,11 @@ def _say(x) -> str:
     return quote(x)
 
 
-def _diff(got, want, path: str = "") -> str | None:
-    """The first difference between the replayed `got` and the receipt's `want` (None when they agree)."""
+def _diff(got, want, path: str = "", exact: bool = False) -> str | None:
+    """The first difference between the replayed `got` and the receipt's `want` (None when they agree).
+
+    Numbers agree within :data:`VALUE_TOL`, or, `exact`, only when equal (parameters are copied, not computed).
+    """
     where = path or "(top level)"
     if isinstance(got, dict):
         if not isinstance(want, dict):
@@ -72,7 +79,7 @@ def _diff(got, want, path: str = "") -> str | None:
             if k not in got:
                 return f"{where}: the receipt has {quote(k)}, the replay has not"
         for k in got:
-            msg = _diff(got[k], want[k], f"{path}.{k}" if path else k)
+            msg = _diff(got[k], want[k], f"{path}.{k}" if path else k, exact)
             if msg:
                 return msg
         return None
@@ -82,12 +89,13 @@ def _diff(got, want, path: str = "") -> str | None:
         if len(got) != len(want):
             return f"{where}: {len(got)} entries, receipt has {len(want)}"
         for i, (g, w) in enumerate(zip(got, want)):
-            msg = _diff(g, w, f"{path}[{i}]")
+            msg = _diff(g, w, f"{path}[{i}]", exact)
             if msg:
                 return msg
         return None
     if _number(got) and _number(want):
-        return None if _close(got, want) else f"{where} {got!r}, receipt has {_say(want)}"
+        same = float(got) == float(want) if exact else _close(got, want)
+        return None if same else f"{where} {got!r}, receipt has {_say(want)}"
     if type(got) is type(want) and got == want:  # type first: True == 1 in Python, not in a receipt
         return None
     return f"{where} {_say(got)}, receipt has {_say(want)}"
@@ -148,7 +156,7 @@ def replay(receipt: dict, domain) -> tuple[bool, str]:
     >>> replay(r, d)
     (False, "final: facts.established.approval 'pending', receipt has 'approved'")
     """
-    validate_receipt(receipt)
+    validate_receipt(receipt, steps=False)  # each step is checked when it is reached
     if "redacted_for" in receipt:
         raise ReceiptError("a redacted receipt cannot be replayed (it hides what the replay needs); "
                            "replay the original")
@@ -160,14 +168,21 @@ def replay(receipt: dict, domain) -> tuple[bool, str]:
     if receipt["domain"]["content_hash"] != domain.content_hash:
         return False, (f"domain content hash {domain.content_hash} differs from the receipt's "
                        f"{receipt['domain']['content_hash']}")
+    if receipt["domain"]["name"] != domain.name:  # the hash covers the file; the name is the receipt's claim
+        return False, f"domain name {domain.name}, receipt says {quote(receipt['domain']['name'])}"
     try:
         session = Session(domain, receipt["policy"]["spec"], caller=Caller.from_receipt(receipt))
     except PolicyError as e:
         raise ReceiptError(f"policy.spec: {e}") from None
     except CallerError as e:  # a limit on a dimension this domain does not have: the receipt disagrees
         return False, f"caller: {e}"
+    # the spec's policy must have the parameters the receipt records (a nudged tolerance is an edit)
+    msg = _diff(_jsonable(session.policy.params()), receipt["policy"]["params"], "policy.params", exact=True)
+    if msg:
+        return False, msg
     for i, entry in enumerate(receipt["steps"]):
         where = f"step {i + 1}"
+        validate_step(entry, i)
         if entry["step"] != i + 1:
             return False, f"{where}: numbered {entry['step']} in the receipt"
         msg = _diff(node_summary(session.node), entry["before"])

@@ -21,6 +21,7 @@ from planner.gates.admission import prepare
 from planner.model.caller import Caller
 from planner.errors import SessionError
 from planner.model.parts import UNAVAILABLE
+from planner.session.tools import PROPAGATES, _plain, bounded_note, check_timeout
 from planner.node import Decision, Node, root_node
 from planner.policies import DEFAULT_POLICY, Policy, parse_policy
 from planner.session.receipt import build_receipt
@@ -201,10 +202,17 @@ class Session:
         ``unavailable`` is always accepted: any tool can fail at run time, and
         a failure the model gives probability 0 is recorded as *unplanned*
         (charged, establishing nothing, belief unchanged). `note` says what
-        went wrong with the tool (kept in the receipt).
+        went wrong with the tool (kept in the receipt; one longer than
+        :data:`~planner.session.tools.MAX_NOTE_CHARS` characters keeps its
+        start, its length and its sha256: :func:`~planner.session.tools.bounded_note`).
         """
         if self.stop is not None:
             raise SessionError(f"the session has stopped ({self.stop.reason}); nothing more can be recorded")
+        for what, value in (("observation", name), ("outcome", outcome)):
+            if not isinstance(value, str):
+                raise SessionError(f"record: the {what} must be a string, got {type(value).__name__}")
+        name, outcome = _plain(name), _plain(outcome)  # a str subclass's __eq__/__hash__ never run
+        note = bounded_note(note)
         c = self.compiled
         try:
             o = c.obs_index(name)
@@ -255,15 +263,21 @@ class Session:
         (:func:`~planner.session.tools.to_outcome`).
 
         Any tool can fail; the session never does because of it. A tool that
-        raises, takes longer than its timeout (the Tool's, else `timeout`
-        seconds), or whose record maps to no declared outcome yields
-        ``unavailable``: the call is charged, establishes nothing, and the
-        receipt keeps what went wrong (``note``) and whether the model allowed
-        for the failure (``unplanned``). A tool that raises ``KeyboardInterrupt``
-        (or an interrupt that arrives while it runs) ends the session: the
-        interrupted call is recorded as ``unavailable`` and charged, and the
-        stop has reason ``interrupted``, so the receipt says what happened so
-        far.
+        raises (any exception, a bare ``BaseException`` subclass included, and
+        one whose ``__str__`` or ``__repr__`` raises), takes longer than its
+        timeout (the Tool's, else `timeout` seconds), or whose record maps to
+        no declared outcome or cannot be read at all (a ``str`` subclass is
+        read as plain text, its own ``__eq__``/``__hash__``/``__str__`` never
+        called) yields ``unavailable``: the call is charged, establishes
+        nothing, and the receipt keeps what went wrong (``note``, one line,
+        bounded: :data:`~planner.session.tools.MAX_NOTE_CHARS`) and whether
+        the model allowed for the failure (``unplanned``). A tool that raises
+        ``KeyboardInterrupt`` (or an interrupt that arrives while it runs)
+        ends the session: the interrupted call is recorded as ``unavailable``
+        and charged, and the stop has reason ``interrupted``, so the receipt
+        says what happened so far. ``SystemExit`` and ``GeneratorExit`` do the
+        same and then propagate. A `timeout` that is not a finite number of
+        seconds above 0 is refused before any tool is called.
 
         Timeouts run the tool in a daemon thread: Python cannot stop a thread,
         so a timed-out tool keeps running in the background until it returns,
@@ -272,6 +286,7 @@ class Session:
         per call.) :meth:`arun` is the async twin.
         """
         table = check_tools(self.domain, self.admission.admitted, tools, allow_async=False)
+        timeout = check_timeout(timeout, "Session.run")  # before any tool runs
         for _ in range(max_steps):
             step = self.next()
             if isinstance(step, Stop):
@@ -282,6 +297,10 @@ class Session:
             except KeyboardInterrupt:
                 self.record(step.observation, UNAVAILABLE, note="interrupted (KeyboardInterrupt)")
                 return self._interrupt()
+            except PROPAGATES as e:  # SystemExit, GeneratorExit: the receipt says so, then they go on
+                self.record(step.observation, UNAVAILABLE, note=f"interrupted ({type(e).__name__})")
+                self._interrupt()
+                raise
             self._record_result(step.observation, tool, record, note, failed)
         raise SessionError(f"no stop after {max_steps} steps")  # pragma: no cover - budgets end runs first
 
@@ -308,6 +327,7 @@ class Session:
         import asyncio  # here: only async callers need it, and it costs every command's start-up
 
         table = check_tools(self.domain, self.admission.admitted, tools, allow_async=True)
+        timeout = check_timeout(timeout, "Session.arun")  # before any tool runs
         for _ in range(max_steps):
             step = self.next()
             if isinstance(step, Stop):
@@ -315,7 +335,7 @@ class Session:
             tool = table[step.observation]
             try:
                 record, note, failed = await acall_tool(tool, self._tool_context(step.observation, context), timeout)
-            except (KeyboardInterrupt, asyncio.CancelledError) as e:
+            except (asyncio.CancelledError, *PROPAGATES) as e:
                 self.record(step.observation, UNAVAILABLE, note=f"interrupted ({type(e).__name__})")
                 self._interrupt()
                 raise
@@ -334,6 +354,13 @@ class Session:
             outcome = UNAVAILABLE
         else:
             outcome, note = to_outcome(self.domain.observation(name), record, tool.mapper if tool else None)
+        if outcome != UNAVAILABLE:
+            try:
+                self.record(name, outcome, note=note)
+                return outcome
+            except SessionError as e:  # an outcome the model rules out here: the tool (or the model) is wrong
+                note = f"the tool returned {outcome!r}, which the domain rules out here: {e}"
+                outcome = UNAVAILABLE
         self.record(name, outcome, note=note)
         return outcome
 

@@ -32,19 +32,32 @@ fails does (:func:`to_outcome`).
 from __future__ import annotations
 
 import difflib
+import hashlib
 import inspect
+import math
+import numbers
 import queue
 import threading
 from typing import Any, Callable, Mapping
 
 import attrs
 
-from planner.errors import SessionError
+from planner.errors import SessionError, one_line
 from planner.model.caller import Caller
 from planner.model.parts import UNAVAILABLE, ResultRule
 
 __all__ = ["ToolContext", "Tool", "apply_rule", "to_outcome", "check_tools", "call_tool", "acall_tool",
-           "failure_note"]
+           "failure_note", "check_timeout", "bounded_note", "MAX_NOTE_CHARS", "PROPAGATES"]
+
+#: What a tool may raise that is not a tool fault: these leave the guard (an interrupt must interrupt, an exit
+#: must exit, a generator's close must close it). Every other exception, ``BaseException`` subclasses included,
+#: is the tool failing: ``unavailable`` with a note. ``arun`` also lets ``asyncio.CancelledError`` through.
+PROPAGATES = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
+#: The longest ``tool_note`` a step keeps. A longer one (an upstream error page, a tool's 70 MB answer quoted in
+#: a mapper's message) keeps its first characters, its length and its sha256, and says it was cut, so that a
+#: receipt stays small and the note can still be matched against the original.
+MAX_NOTE_CHARS = 1000
 
 
 @attrs.frozen(kw_only=True)
@@ -87,7 +100,10 @@ class Tool:
         ``mapper(record) -> outcome``; default: the domain's ``result:``
         block, else the record itself.
     timeout : float, optional
-        Seconds; overrides the run's `timeout` for this tool.
+        Seconds, a finite number above 0; overrides the run's `timeout` for
+        this tool. Anything else (0, a negative number, NaN, infinity, a
+        bool, a string) is refused here, in one line naming the tool
+        (:func:`check_timeout`).
     """
 
     call: Callable = attrs.field(validator=attrs.validators.is_callable())
@@ -96,7 +112,7 @@ class Tool:
     timeout: float | None = None
 
     def __init__(self, call, *, mapper=None, timeout=None):
-        self.__attrs_init__(call=call, mapper=mapper, timeout=timeout)
+        self.__attrs_init__(call=call, mapper=mapper, timeout=check_timeout(timeout, f"Tool({_name_of(call)})"))
 
     @property
     def is_async(self) -> bool:
@@ -121,9 +137,121 @@ def _takes_context(fn) -> bool:
                for p in params)
 
 
+def _plain(text: str) -> str:
+    """A ``str`` (or ``str`` subclass) as a plain ``str``, copied by ``str`` itself: no method of the subclass runs."""
+    return text if type(text) is str else str.__str__(text)
+
+
+def _type_name(value: Any) -> str:
+    try:
+        name = type(value).__name__
+        return _plain(name) if isinstance(name, str) else "object"
+    except Exception:  # noqa: BLE001 - a metaclass that cannot say its name
+        return "object"
+
+
+def _name_of(fn) -> str:
+    """A callable's name for a message (its ``__name__``, else its type's), without trusting it."""
+    try:
+        name = getattr(fn, "__name__", None)
+    except Exception:  # noqa: BLE001 - a __getattr__ that raises
+        name = None
+    if not isinstance(name, str):
+        name = _type_name(fn)
+    name = _plain(name)[:60]
+    return "".join(ch if ch.isprintable() else "?" for ch in name)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def _describe(value: Any) -> str:
-    text = repr(value)
+    """`value` in a note: its ``repr`` when short; a long string by its start, its length and its sha256.
+
+    Never lets what the value's own methods raise escape (a tool's record can be anything).
+
+    >>> _describe("maybe")
+    "'maybe'"
+    >>> _describe("x" * 10**6)[:47]
+    'a string of 1,000,000 characters (sha256 1b977e'
+    """
+    if isinstance(value, str):
+        text = _plain(value)
+        if len(text) <= 80:
+            return repr(text)
+        return (f"a string of {len(text):,} characters (sha256 {_digest(text)}, "
+                f"starting {repr(text[:40])})")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value[:41])
+        size = len(value) if not isinstance(value, memoryview) else value.nbytes
+        if size <= 40:
+            return repr(data)
+        return f"{size:,} bytes, starting {repr(data[:40])[:60]}"
+    try:
+        text = repr(value)
+        text = _plain(text) if isinstance(text, str) else ""
+    except BaseException as e:  # noqa: BLE001 - a record whose __repr__ raises is still a record
+        if isinstance(e, PROPAGATES):
+            raise
+        return f"a {_type_name(value)} (its repr raised {_type_name(e)})"
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def bounded_note(note: str | None) -> str | None:
+    """`note` as a step keeps it: a plain ``str`` of at most :data:`MAX_NOTE_CHARS` characters, or None.
+
+    A longer note keeps its start and says that it was cut, how long it was
+    and its sha256 (of its UTF-8 bytes), so that the original can still be
+    recognised. Characters that are not printable (line breaks, escape
+    sequences) are written as ``repr`` writes them.
+
+    >>> bounded_note("raised KeyError: 'decision'")
+    "raised KeyError: 'decision'"
+    >>> n = bounded_note("y" * 70_000_000)
+    >>> len(n) <= MAX_NOTE_CHARS, n.split(" [")[1][:33]
+    (True, 'cut: 70,000,000 characters, sha25')
+    """
+    if note is None:
+        return None
+    if not isinstance(note, str):
+        raise SessionError(f"note: expected a string or None, got {_type_name(note)}")
+    original = _plain(note)
+    # one printable line: a line break or an escape sequence in what a tool said cannot forge output
+    note = original if original.isprintable() else one_line(original[:4 * MAX_NOTE_CHARS], limit=2**31)
+    if len(original) <= MAX_NOTE_CHARS and len(note) <= MAX_NOTE_CHARS:
+        return note
+    tail = f" ... [cut: {len(original):,} characters, sha256 {_digest(original)}]"
+    return note[:MAX_NOTE_CHARS - len(tail)] + tail
+
+
+def check_timeout(value, where: str) -> float | None:
+    """`value` as a timeout in seconds (None: none), or a one-line :class:`~planner.errors.SessionError` naming `where`.
+
+    A timeout is a real number (not a bool), finite, above 0 and at most
+    :data:`threading.TIMEOUT_MAX` (the longest wait a thread can make).
+
+    >>> check_timeout(2, "run")
+    2.0
+    >>> check_timeout(float("nan"), "Tool(fetch)")
+    Traceback (most recent call last):
+    ...
+    planner.errors.SessionError: Tool(fetch): timeout nan: expected a finite number of seconds above 0
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise SessionError(f"{where}: timeout: expected a number of seconds, got {_type_name(value)}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise SessionError(f"{where}: timeout: expected a number of seconds, got {_type_name(value)}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise SessionError(f"{where}: timeout {x!r}: expected a finite number of seconds above 0")
+    if x > threading.TIMEOUT_MAX:
+        raise SessionError(f"{where}: timeout {x:g}: longer than the longest wait a thread can make "
+                           f"({threading.TIMEOUT_MAX:g} s)")
+    return x
 
 
 def apply_rule(rule: ResultRule, record: Any) -> tuple[str, str | None]:
@@ -157,8 +285,10 @@ def apply_rule(rule: ResultRule, record: Any) -> tuple[str, str | None]:
         return UNAVAILABLE, (f"the record has no {where}" if rule.field else "the tool returned nothing")
     if isinstance(value, bool):
         text = "true" if value else "false"
-    elif isinstance(value, (str, int)):
-        text = str(value)
+    elif isinstance(value, str):
+        text = _plain(value)  # a str subclass's own __str__ or __eq__ never runs
+    elif isinstance(value, int):
+        text = int.__repr__(value)
     else:
         text = None
     table = dict(rule.values)
@@ -186,18 +316,33 @@ def to_outcome(observation, record: Any, mapper: Callable | None = None) -> tupl
     ('unavailable', "the tool returned 'maybe', which is not a declared outcome")
     """
     declared = tuple(observation.outcomes) + (UNAVAILABLE,)
+    try:
+        return _to_outcome(observation, declared, record, mapper)
+    except BaseException as e:  # noqa: BLE001 - a record that cannot even be read is an unknown outcome
+        if isinstance(e, PROPAGATES):
+            raise
+        return UNAVAILABLE, "the record could not be read: " + failure_note(e)
+
+
+def _to_outcome(observation, declared, record, mapper):
     if mapper is not None:
         try:
             outcome = mapper(record)
-        except Exception as e:  # noqa: BLE001 - a mapper that cannot read the record is an unknown outcome
+        except BaseException as e:  # noqa: BLE001 - a mapper that cannot read the record is an unknown outcome
+            if isinstance(e, PROPAGATES):
+                raise
             return UNAVAILABLE, "the mapper " + failure_note(e)
+        if isinstance(outcome, str):
+            outcome = _plain(outcome)
         if not isinstance(outcome, str) or outcome not in declared:
             return UNAVAILABLE, f"the mapper returned {_describe(outcome)}, which is not a declared outcome"
         return outcome, None
     if observation.result is not None:
         return apply_rule(observation.result, record)
-    if isinstance(record, str) and record in declared:
-        return record, None
+    if isinstance(record, str):
+        record = _plain(record)  # compared as plain text: the subclass's __eq__ and __hash__ never run
+        if record in declared:
+            return record, None
     return UNAVAILABLE, f"the tool returned {_describe(record)}, which is not a declared outcome"
 
 
@@ -233,6 +378,8 @@ def check_tools(domain, admitted, tools: Mapping, *, allow_async: bool) -> dict:
     names = [o.name for o in domain.observations]
     out = {}
     for key, value in tools.items():
+        if isinstance(key, str):
+            key = _plain(key)  # compared as plain text: a str subclass's __eq__ never runs
         if key not in names:
             close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
             hint = f" (did you mean '{close[0]}'?)" if close else f" (observations: {', '.join(names)})"
@@ -242,6 +389,7 @@ def check_tools(domain, admitted, tools: Mapping, *, allow_async: bool) -> dict:
             if not callable(value):
                 raise SessionError(f"tools.{key}: expected a callable or a Tool, got {type(value).__name__}")
             tool = Tool(value)
+        check_timeout(tool.timeout, f"tools.{key}")
         if tool.is_async and not allow_async:
             raise SessionError(f"tools.{key}: an async tool; use Session.arun to await it")
         out[key] = tool
@@ -261,7 +409,10 @@ def call_tool(tool: Tool, context: ToolContext, timeout: float | None) -> tuple[
 
     A timeout runs the tool in a daemon thread: Python cannot stop a thread,
     so a timed-out tool keeps running in the background until it returns, but
-    it never keeps the process from exiting. ``KeyboardInterrupt`` propagates.
+    it never keeps the process from exiting. ``KeyboardInterrupt``,
+    ``SystemExit`` and ``GeneratorExit`` propagate (:data:`PROPAGATES`);
+    anything else the tool raises, a bare ``BaseException`` subclass
+    included, is the tool failing.
 
     >>> import planner
     >>> ctx = ToolContext(observation="approval_registry", caller=planner.Caller())
@@ -274,7 +425,9 @@ def call_tool(tool: Tool, context: ToolContext, timeout: float | None) -> tuple[
     if timeout is None:
         try:
             return _invoke(tool, context), None, False
-        except Exception as e:  # noqa: BLE001 - any tool failure is an unknown outcome
+        except PROPAGATES:
+            raise
+        except BaseException as e:  # noqa: BLE001 - any other tool failure is an unknown outcome
             return None, failure_note(e), True
     answer: queue.Queue = queue.Queue(maxsize=1)
 
@@ -291,7 +444,7 @@ def call_tool(tool: Tool, context: ToolContext, timeout: float | None) -> tuple[
         return None, f"timed out after {timeout:g} s", True
     if kind == "ok":
         return value, None, False
-    if isinstance(value, KeyboardInterrupt):
+    if isinstance(value, PROPAGATES):
         raise value
     return None, failure_note(value), True
 
@@ -301,7 +454,7 @@ async def acall_tool(tool: Tool, context: ToolContext, timeout: float | None) ->
 
     The timeout is :func:`asyncio.wait_for`'s (an async tool is cancelled at
     it; a sync one keeps running in its thread). ``asyncio.CancelledError``
-    and ``KeyboardInterrupt`` propagate.
+    and :data:`PROPAGATES` propagate; any other exception is the tool failing.
     """
     import asyncio  # here: only async callers need it, and it costs every command's start-up
 
@@ -314,15 +467,42 @@ async def acall_tool(tool: Tool, context: ToolContext, timeout: float | None) ->
         return await asyncio.wait_for(work, timeout), None, False
     except asyncio.TimeoutError:
         return None, f"timed out after {timeout:g} s", True
-    except Exception as e:  # noqa: BLE001 - any tool failure is an unknown outcome
+    except (asyncio.CancelledError, *PROPAGATES):
+        raise
+    except BaseException as e:  # noqa: BLE001 - any other tool failure is an unknown outcome
         return None, failure_note(e), True
 
 
 def failure_note(e: BaseException) -> str:
     """``'raised KeyError: ...'``: one line saying what a tool (or a mapper) raised.
 
+    The exception's own ``__str__`` may raise or return a string of any
+    length: it is read inside a guard, its first line cut to 200 characters;
+    when it cannot be read, ``BaseException``'s own rendering of its
+    arguments is tried, then the note says so.
+
     >>> failure_note(ValueError("bad\\nrecord"))
     'raised ValueError: bad'
+    >>> class Odd(Exception):
+    ...     def __str__(self): raise RuntimeError
+    >>> failure_note(Odd())
+    'raised Odd (its message could not be read)'
     """
-    text = str(e).splitlines()[0] if str(e) else ""
-    return f"raised {type(e).__name__}" + (f": {text[:200]}" if text else "")
+    name = _type_name(e)
+    text = None
+    for i, render in enumerate((str, BaseException.__str__)):
+        try:
+            got = render(e)
+        except BaseException as inner:  # noqa: BLE001 - a message that cannot be rendered is not the tool's result
+            if isinstance(inner, PROPAGATES):
+                raise
+            continue
+        text = _plain(got)[:4096] if isinstance(got, str) else None
+        if i == 1 and not text:
+            text = None  # its own __str__ failed and its arguments say nothing
+        break
+    if text is None:
+        return f"raised {name} (its message could not be read)"
+    lines = text.splitlines()
+    first = lines[0] if lines else ""
+    return f"raised {name}" + (f": {first[:200]}" if first else "")

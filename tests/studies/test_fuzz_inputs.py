@@ -57,3 +57,31 @@ def test_the_hidden_break_oracle_catches_a_plain_yaml_reader():
         if "NEL" in m["what"]:
             break
     assert yaml.safe_load(m["text"]) != yaml.safe_load(m["expected"])
+
+
+def test_the_tool_oracle_catches_a_guard_that_renders_hostile_values(monkeypatch):
+    """With the guard of before (str() of the exception, the subclass's own methods), the oracle must flag it."""
+    from planner.session import tools
+
+    m = {"what": "t", "domain": "payment_release", "mode": "run", "kind": "error", "timeout": None, "seed": 0.5}
+    monkeypatch.setattr(fuzz_inputs, "_error_kinds", lambda rng: {"unrenderable": fuzz_inputs._Unrenderable})
+    assert fuzz_inputs.check_tool(dict(m)) is None
+    monkeypatch.setattr(tools, "failure_note", lambda e: "raised " + str(e))
+    assert fuzz_inputs.check_tool(dict(m)).startswith("traceback")
+    monkeypatch.undo()
+    m["kind"] = "result"
+    monkeypatch.setattr(fuzz_inputs, "_result_kinds",
+                        lambda rng, outs: {"trap": (lambda: fuzz_inputs._TrapStr(outs[0]), "declared")})
+    assert fuzz_inputs.check_tool(dict(m)) is None
+    monkeypatch.setattr(tools, "_plain", lambda text: text)  # compared as the subclass: its __eq__ runs
+    assert fuzz_inputs.check_tool(dict(m)) is not None
+
+
+def test_the_tool_oracle_catches_an_accepted_bad_timeout(monkeypatch):
+    from planner.session import tools
+
+    m = {"what": "t", "domain": "payment_release", "mode": "run", "bad_timeout": float("nan"), "where": "Tool",
+         "timeout": None}
+    assert fuzz_inputs.check_tool(dict(m)) is None
+    monkeypatch.setattr(tools, "check_timeout", lambda value, where: value)
+    assert fuzz_inputs.check_tool(dict(m)) is not None
