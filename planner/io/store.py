@@ -454,9 +454,18 @@ class SQLiteLog(OutcomeLog):
     def _version(self, conn) -> int:
         """The file's schema version; refuses a file that is not an outcome log or is too new."""
         try:
-            app = conn.execute("PRAGMA application_id").fetchone()[0]
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            objects = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            # One read transaction, so the three readings are one snapshot: read one by one, another
+            # process's creation could commit between them (application id 0, user version 1).
+            own = not conn.in_transaction  # under the write lock (a migration) the snapshot is already one
+            if own:
+                conn.execute("BEGIN")
+            try:
+                app = conn.execute("PRAGMA application_id").fetchone()[0]
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                objects = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            finally:
+                if own and conn.in_transaction:
+                    conn.execute("COMMIT")
         except sqlite3.DatabaseError as e:
             if getattr(e, "sqlite_errorname", "") == "SQLITE_NOTADB":
                 raise _error(f"{self._shown}: not an outcome log (not an SQLite database)") from None
