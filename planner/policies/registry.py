@@ -17,6 +17,7 @@ from planner.policies.confidence import ConfidenceGate
 from planner.policies.conservative import Conservative
 from planner.policies.decision_region import DecisionRegion
 from planner.policies.dependency import DependencyRule
+from planner.policies.hec import HEC
 from planner.policies.lookahead import Lookahead
 from planner.policies.onestep import OneStepEVSI
 from planner.policies.postfilter import PostFilteredTopK
@@ -33,6 +34,7 @@ POLICIES = (
     DependencyRule,
     Blinkered,
     DecisionRegion,
+    HEC,
     Lookahead,
     Bounded,
     Conservative,
