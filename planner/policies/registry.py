@@ -11,7 +11,7 @@ from __future__ import annotations
 from planner.errors import PolicyError
 from planner.policies.base import Policy
 from planner.policies.baselines import NoRetrieval, StaticTopK
-from planner.policies.blinkered import Blinkered
+from planner.policies.blinkered import Blinkered, BlinkeredRepeat
 from planner.policies.bounded import Bounded
 from planner.policies.confidence import ConfidenceGate
 from planner.policies.conservative import Conservative
@@ -33,6 +33,7 @@ POLICIES = (
     OneStepEVSI,
     DependencyRule,
     Blinkered,
+    BlinkeredRepeat,
     DecisionRegion,
     HEC,
     Lookahead,
