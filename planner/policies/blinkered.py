@@ -233,7 +233,7 @@ def repeat_value(node, o: int, k: int) -> float:
         if p1 <= 0.0:
             continue
         child = node.child(o, y1)
-        if k == 1:
+        if k < 2:  # one reading: the child itself
             expected += float(p1) * child.risk
             continue
         for counts in _count_vectors(k - 1, n_y):
