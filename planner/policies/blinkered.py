@@ -89,8 +89,20 @@ def _ranked(node, net) -> list:
     return order
 
 
+class _Repeats(Policy):
+    """The spec of a blinkered rule: ``name`` when k is the default, ``name:K`` otherwise."""
+
+    @property
+    def spec(self) -> str:
+        return self.name if self.k == DEFAULT_K else f"{self.name}:{self.k}"
+
+    @classmethod
+    def from_arg(cls, arg, spec):
+        return cls() if arg is None else cls(k=positive_int(arg, spec))
+
+
 @attrs.frozen
-class Blinkered(Policy):
+class Blinkered(_Repeats):
     """The semi-myopic blinkered VOI rule over batches (spec ``blinkered`` or ``blinkered:K``, K = 3).
 
     At a node the options are
@@ -139,13 +151,6 @@ class Blinkered(Policy):
     summary = "semi-myopic blinkered VOI: the best of one observation or a greedy batch of up to K (default 3)"
     study = {"blinkered:2": ("cheap", "model", "frontier")}
 
-    @property
-    def spec(self) -> str:
-        return self.name if self.k == DEFAULT_K else f"{self.name}:{self.k}"
-
-    @classmethod
-    def from_arg(cls, arg, spec):
-        return cls() if arg is None else cls(k=positive_int(arg, spec))
 
     def _options(self, node):
         """``(net, rows, batches)`` with batches ``{k: (members, value, penalty)}``."""
@@ -250,7 +255,7 @@ def repeat_value(node, o: int, k: int) -> float:
 
 
 @attrs.frozen
-class BlinkeredRepeat(Policy):
+class BlinkeredRepeat(_Repeats):
     """Blinkered VOI over repeated readings, as Tolpin and Shimony define it (spec ``blinkered-repeat:K``, K = 3).
 
     The blinkered estimate of an eligible observation o is the best, over
@@ -296,13 +301,6 @@ class BlinkeredRepeat(Policy):
                "independent readings of one observation")
     study = {"blinkered-repeat": ("cheap", "model", "frontier")}
 
-    @property
-    def spec(self) -> str:
-        return self.name if self.k == DEFAULT_K else f"{self.name}:{self.k}"
-
-    @classmethod
-    def from_arg(cls, arg, spec):
-        return cls() if arg is None else cls(k=positive_int(arg, spec))
 
     def _estimates(self, node):
         """``(evsi, per-reading value, best k, k-reading value)``, each ``float64[O]`` (``nan`` where not eligible)."""

@@ -21,9 +21,8 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from lookahead.core import TIE, evpi, reachable_actions
-from planner.node import Candidate, Decision
-from planner.policies.base import Policy, best_of
+from lookahead.core import TIE, reachable_actions
+from planner.policies.decision_region import DecisionRegion, credit_scale
 
 __all__ = ["HEC", "region_membership", "hyperedge_weight", "hyperedge_cuts"]
 
@@ -106,7 +105,7 @@ def hyperedge_cuts(node, member, k: int) -> np.ndarray:
 
 
 @attrs.frozen
-class HEC(Policy):
+class HEC(DecisionRegion):
     """Hyperedge cutting (HEC) for noisy observations (spec ``hec``).
 
     Adaptations to this model, stated:
@@ -139,7 +138,9 @@ class HEC(Policy):
 
     Candidate table: `value` is the credited value, `penalty` the penalty,
     `net` their difference; ``extra`` holds ``hyperedge_cut``,
-    ``hyperedge_weight`` (H(b)) and ``k``.
+    ``hyperedge_weight`` (H(b)) and ``k``. The choice, the stop and the table
+    are :class:`~planner.policies.decision_region.DecisionRegion`'s, on
+    hyperedges instead of edges.
 
     Examples
     --------
@@ -155,41 +156,12 @@ class HEC(Policy):
     value_label = "hyperedge value"
     study = {"hec": ("cheap", "model", "frontier")}
 
+    gain_key = "hyperedge_cut"
+
     def _score(self, node):
-        c = node.compiled
+        """``(H(b), cuts, values in loss units, {"hyperedge_weight": H(b), "k": k})``."""
         member = region_membership(node)
         k = _order(member)
         w0 = hyperedge_weight(node.belief, member, k)
         cuts = hyperedge_cuts(node, member, k)
-        scale = float(evpi(node.belief, node.outcome_of, node.admission.admitted, c.loss, c.facts, c.n_values))
-        scale = max(scale, 0.0) / w0 if w0 > TIE else 0.0
-        return k, w0, cuts, cuts * scale
-
-    def _pick(self, node, w0, cuts, values):
-        c = node.compiled
-        if w0 <= TIE:
-            return None
-        idx = [o for o in range(len(cuts)) if node.eligible[o] and cuts[o] > TIE]
-        if not idx:
-            return None
-        free = [o for o in idx if c.penalty[o] <= TIE]
-        score = np.full(len(cuts), -np.inf)
-        for o in free or idx:
-            score[o] = cuts[o] if free else cuts[o] / c.penalty[o]
-        o = best_of(score, c.penalty, free or idx)
-        return o if values[o] - c.penalty[o] > TIE else None
-
-    def decide(self, node):
-        c = node.compiled
-        k, w0, cuts, values = self._score(node)
-        rows = node.gate_candidates()
-        for o, row in enumerate(rows):
-            if row is None:
-                rows[o] = Candidate(observation=c.obs_names[o], status="admitted", value=float(values[o]),
-                                    penalty=float(c.penalty[o]), net=float(values[o] - c.penalty[o]),
-                                    extra={"hyperedge_cut": float(cuts[o]), "hyperedge_weight": w0, "k": k})
-        return Decision(observe=self._pick(node, w0, cuts, values), candidates=tuple(rows))
-
-    def choose(self, node):
-        _, w0, cuts, values = self._score(node)
-        return self._pick(node, w0, cuts, values), False
+        return w0, cuts, cuts * credit_scale(node, w0), {"hyperedge_weight": w0, "k": k}

@@ -16,6 +16,7 @@ import planner
 from planner.gates.admission import admit
 from studies import peer
 from studies.measure import draw_episodes
+from test_peer import _A, _Q
 
 pytestmark = pytest.mark.slow
 
@@ -54,16 +55,6 @@ def test_faithful_settings_play_legally_and_reproducibly(pay):
     assert a["illegal"] == 0 and a["rollout_illegal"] == 0 and a["terminal"] == "posterior"
     np.testing.assert_array_equal(a["total"], b["total"])
     assert a["paths"] == b["paths"]
-
-
-class _Q:
-    def __init__(self, n, v):
-        self.num_visits, self.value = n, v
-
-
-class _A:
-    def __init__(self, kind, index):
-        self.kind, self.index = kind, index
 
 
 def test_most_visited_takes_the_most_visits_not_the_best_value():

@@ -4,30 +4,16 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import planner
 from planner.evaluation.evaluate import evaluate_policy
 from planner.policies import parse_policy
 from planner.policies.blinkered import BlinkeredRepeat, batch_value, repeat_value
-from planner.session.simulate import simulate
-from strategies import domain_dicts
+from test_semimyopic import _root_and_children
 
 SHIPPED = sorted(p.stem for p in planner.DOMAINS.glob("*.yaml"))
-
-
-def _root_and_children(session):
-    root = session.node
-    yield root
-    for o in range(len(session.compiled.obs_names)):
-        if root.eligible[o]:
-            for y, p in enumerate(root.outcome_probs(o)):
-                if p > 0.0:
-                    yield root.child(o, y)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -104,18 +90,3 @@ def test_specs_round_trip():
     for bad in ("blinkered-repeat:0", "blinkered-repeat:x"):
         with pytest.raises(planner.PlannerError):
             parse_policy(bad)
-
-
-@given(domain_dicts(), st.integers(0, 2**32 - 1), st.sampled_from(["blinkered-repeat:2", "blinkered-repeat"]))
-@settings(max_examples=40, deadline=None)
-def test_never_ineligible_never_over_budget(d, seed, spec):
-    dom = planner.Domain.from_dict(d)
-    evaluate_policy(dom, spec)  # raises SessionError on an ineligible choice at any node
-    s = planner.Session(dom, spec)
-    simulate(s, None, seed)
-    c = s.compiled
-    spent = np.zeros(len(c.dims))
-    for step in s.steps:
-        if step.acquired is not None:
-            spent += c.cost[c.obs_index(step.acquired)]
-            assert np.all(spent <= c.limits + 1e-9)
