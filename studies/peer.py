@@ -70,7 +70,7 @@ from planner.session.simulate import inverse_cdf
 
 __all__ = ["DEFAULT_EXPLORATION_SCALES", "ROLLOUTS", "TERMINALS", "ExplorationTuning", "available", "loss_range",
            "run_pouct", "tune_exploration", "tune_exploration_inside", "sims_for_time", "calibrate_num_sims",
-           "run_time_matched"]
+           "run_time_matched", "FAITHFUL", "compare_on"]
 
 #: The rollout policies :func:`run_pouct` knows.
 ROLLOUTS = ("random", "one-step")
@@ -806,3 +806,44 @@ def run_time_matched(compiled, admission, states, uniforms, *, policy: str = "bo
     res.pop("decision_ms")
     res["calibration"] = cal
     return res
+
+
+#: The faithful settings of the third edition's peer (module docstring), for :func:`run_pouct` and its callers.
+FAITHFUL = {"rollout": "one-step", "most_visited": True, "terminal": "posterior"}
+
+
+def compare_on(compiled, admission, *, episodes: int, seed: int, exploration_scale: float, num_sims: int = 1000,
+               policy: str = "bounded") -> dict:
+    """POUCT on one case at equal simulations and at `policy`'s planning time, beside the exact figures.
+
+    Returns ``{"exact": {spec: expected total loss}, "pouct": {label: (mean, standard error)},
+    "time_matched_sims": int}``: the exact expected total loss of one-step,
+    ``bounded:<num_sims>`` and `policy`; the episode means of POUCT with the
+    second edition's settings (``visited_only``, sampled-state terminal
+    reward) and with :data:`FAITHFUL`, at `num_sims` simulations, and with
+    :data:`FAITHFUL` time-matched to `policy` (:func:`run_time_matched`, on
+    10 calibration episodes), all on the same episodes and search seed.
+    """
+    from planner.evaluation.evaluate import evaluate_policy
+    from studies.families import stable_seed
+    from studies.measure import draw_episodes
+
+    c = compiled
+    exact = {p: float(evaluate_policy(c, p).expected_total_loss) for p in ("one-step", f"bounded:{num_sims}", policy)}
+    states, uniforms = draw_episodes(c, episodes, stable_seed("peer-compare", "episodes", seed))
+    s = stable_seed("peer-compare", "search", seed)
+
+    def mean_se(res):
+        t = res["total"]
+        return float(t.mean()), float(t.std(ddof=1) / math.sqrt(len(t))) if len(t) > 1 else float("nan")
+
+    kw = {"seed": s, "exploration_scale": exploration_scale}
+    second = run_pouct(c, admission, states, uniforms, num_sims=num_sims, rollout="one-step", visited_only=True, **kw)
+    faithful = run_pouct(c, admission, states, uniforms, num_sims=num_sims, **FAITHFUL, **kw)
+    matched = run_time_matched(c, admission, states, uniforms, policy=policy, calibration_episodes=10, **FAITHFUL,
+                               **kw)
+    return {"exact": exact,
+            "pouct": {f"{num_sims} sims, visited-only, state reward": mean_se(second),
+                      f"{num_sims} sims, faithful": mean_se(faithful),
+                      f"time-matched to {policy}, faithful": mean_se(matched)},
+            "time_matched_sims": matched["calibration"]["num_sims"]}

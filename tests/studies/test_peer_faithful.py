@@ -127,3 +127,16 @@ def test_time_matched_run_uses_the_calibrated_count_and_records_no_clock(pay):
     again = peer.run_pouct(c, adm, states, uniforms, num_sims=cal["num_sims"], seed=4, rollout="one-step",
                            most_visited=True, terminal="posterior")
     np.testing.assert_array_equal(again["total"], res["total"])  # given the count, the run is the seed's
+
+
+def test_compare_on_reports_exact_and_pouct_figures_on_common_episodes(pay):
+    c, adm = pay
+    out = peer.compare_on(c, adm, episodes=6, seed=1, exploration_scale=1.0, num_sims=30, policy="bounded:2000")
+    assert set(out["exact"]) == {"one-step", "bounded:30", "bounded:2000"}
+    assert len(out["pouct"]) == 3 and out["time_matched_sims"] >= 1
+    # the same episodes and seed: a second call gives the same figures but the time-matched count's run
+    again = peer.compare_on(c, adm, episodes=6, seed=1, exploration_scale=1.0, num_sims=30, policy="bounded:2000")
+    first = list(out["pouct"])[:2]
+    assert [out["pouct"][k] for k in first] == [again["pouct"][k] for k in first]
+    for mean, se in out["pouct"].values():
+        assert np.isfinite(mean) and se >= 0
