@@ -752,7 +752,8 @@ def calibrate_num_sims(compiled, admission, states, uniforms, *, policy: str = "
 
     Measures (wall clock, this machine) the mean planning time per decision
     of `policy` (:meth:`~planner.policies.base.Policy.choose`) along the given
-    episodes (timed on a second pass: the first loads its compiled kernels), and POUCT's mean time per simulation on the same episodes at
+    episodes (timed on a second pass: the first loads its compiled kernels),
+    and POUCT's mean time per simulation on the same episodes at
     `probe_sims` simulations per decision; :func:`sims_for_time` turns the
     two into a count. The times are used here and discarded: the record holds
     the count and the sizes of the two measurements, so the run it budgets
@@ -836,7 +837,8 @@ def compare_on(compiled, admission, *, episodes: int, seed: int, exploration_sca
     from studies.measure import draw_episodes
 
     c = compiled
-    exact = {p: float(evaluate_policy(c, p).expected_total_loss) for p in ("one-step", f"bounded:{num_sims}", policy)}
+    specs = ("one-step", f"bounded:{num_sims}", policy)
+    exact = {p: float(evaluate_policy(c, p).expected_total_loss) for p in specs}
     states, uniforms = draw_episodes(c, episodes, stable_seed("peer-compare", "episodes", seed))
     s = stable_seed("peer-compare", "search", seed)
 

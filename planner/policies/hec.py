@@ -152,7 +152,8 @@ class HEC(DecisionRegion):
     """
 
     name = "hec"
-    summary = "HEC (Golovin-Krause-Ray noise model): the largest expected hyperedge cut between decision regions per unit cost"
+    summary = ("HEC (Golovin-Krause-Ray noise model): the largest expected hyperedge cut between decision regions "
+               "per unit cost")
     value_label = "hyperedge value"
     study = {"hec": ("cheap", "model", "frontier")}
 
