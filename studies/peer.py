@@ -12,7 +12,11 @@ The adapter encodes a compiled domain as a POMDP for :class:`pomdp_py.POUCT`:
   adds ``(o, y)``; ``decide u`` ends the episode;
 - observation: ``(o, y)`` after ``observe o``, nothing after a decision;
 - reward: ``-C_w(c(o))`` for ``observe o``, ``-L(u, s)`` for ``decide u``
-  (undiscounted), so the return is minus the total loss.
+  (undiscounted), so the return is minus the total loss; with
+  ``terminal="posterior"`` a decision earns ``-E_b[L(u)]`` under the exact
+  posterior b at the pairs seen instead of the sampled state's loss (the same
+  expectation, without the state's sampling noise: a rollout or tree path
+  that stops on the Bayes action earns ``-min_u E_b[L(u)]``).
 
 The belief handed to POUCT is the exact posterior (a :class:`pomdp_py.Histogram`
 over the states of positive probability), recomputed after every real step;
@@ -33,8 +37,19 @@ What can be tuned, so that the peer is a fair one (:func:`run_pouct`):
   depends on the machine's speed, so those figures are not bit-reproducible,
   unlike the rest of the study) or a fixed number of simulations (equal node
   budgets; reproducible for a seed).
+- *the final selection*: pomdp_py's value argmax, the best value among the
+  actions the search tried (``visited_only``), or the most visited action
+  (``most_visited``, the usual UCT choice).
 - *model error*: plan on a model, draw the real outcomes and score under the
   truth (``truth=``).
+
+Faithful settings for the third edition: ``terminal="posterior"``,
+``most_visited=True``, a UCB multiplier tuned inside its grid
+(:func:`tune_exploration_inside`, which widens the grid until the optimum is
+not at an edge), and a time-matched budget: :func:`calibrate_num_sims` turns a
+measured planning time of a bounded policy per decision into a number of
+simulations per decision, so that the run itself (:func:`run_time_matched`) is
+seeded and reproducible and its record holds a simulation count, not a clock.
 
 Importing this module does not import pomdp_py; :func:`available` tells
 whether it is installed.
@@ -53,11 +68,15 @@ import numpy as np
 from planner.node import root_node
 from planner.session.simulate import inverse_cdf
 
-__all__ = ["DEFAULT_EXPLORATION_SCALES", "ROLLOUTS", "ExplorationTuning", "available", "loss_range", "run_pouct",
-           "tune_exploration"]
+__all__ = ["DEFAULT_EXPLORATION_SCALES", "ROLLOUTS", "TERMINALS", "ExplorationTuning", "available", "loss_range",
+           "run_pouct", "tune_exploration", "tune_exploration_inside", "sims_for_time", "calibrate_num_sims",
+           "run_time_matched", "FAITHFUL", "compare_on"]
 
 #: The rollout policies :func:`run_pouct` knows.
 ROLLOUTS = ("random", "one-step")
+
+#: The terminal rewards :func:`run_pouct` knows: the sampled state's loss, or its posterior expectation.
+TERMINALS = ("state", "posterior")
 
 #: The default grid of :func:`tune_exploration`: UCB constants as multiples of the loss range.
 DEFAULT_EXPLORATION_SCALES = (0.03, 0.1, 0.3, 1.0, 3.0)
@@ -89,7 +108,7 @@ def loss_range(compiled) -> float:
     return float(compiled.loss.max() - compiled.loss.min()) or 1.0
 
 
-def _build(compiled, admission, rng: random.Random, rollout: str):
+def _build(compiled, admission, rng: random.Random, rollout: str, terminal: str = "state"):
     """The pomdp_py classes and models of one compiled domain (pomdp_py imported here).
 
     Returns ``(pomdp_py, State, Action, Obs, Transition, Observation, Reward, rollout policy, stats)``;
@@ -225,6 +244,8 @@ def _build(compiled, admission, rng: random.Random, rollout: str):
             if action.kind == "observe":
                 return -float(c.penalty[action.index])
             if action.kind == "decide":
+                if terminal == "posterior":  # a function of the pairs only: the posterior's expected loss
+                    return -float(node_at(state.seen).belief @ c.loss[action.index])
                 return -float(c.loss[action.index, state.s])
             return 0.0
 
@@ -277,6 +298,20 @@ def _best_visited(agent, action):
     return action if action in top else min(top, key=lambda a: (a.kind != "decide", a.index))
 
 
+def _most_visited(agent, action):
+    """The action the search visited most (ties: the higher value, then decisions first, then index).
+
+    POUCT's own pick when there is no tree or nothing was tried.
+    """
+    tree = getattr(agent, "tree", None)
+    if tree is None:
+        return action
+    tried = [(a, q.num_visits, q.value) for a, q in tree.children.items() if q.num_visits > 0]
+    if not tried:
+        return action
+    return min(tried, key=lambda t: (-t[1], -t[2], t[0].kind != "decide", t[0].index))[0]
+
+
 def _histogram(pp, State, node, seen):
     """The exact belief at `node` as a pomdp_py histogram over the states of positive probability."""
     return pp.Histogram({State(int(s), seen): float(node.belief[s]) for s in np.flatnonzero(node.belief > 0)})
@@ -303,7 +338,8 @@ def _check_truth(compiled, truth) -> None:
 
 def run_pouct(compiled, admission, states, uniforms, planning_ms: float | None = None, *, seed: int,
               num_sims: int | None = None, rollout: str = "random", exploration: float | None = None,
-              exploration_scale: float | None = None, truth=None, visited_only: bool = False) -> dict:
+              exploration_scale: float | None = None, truth=None, visited_only: bool = False,
+              most_visited: bool = False, terminal: str = "state") -> dict:
     """Replay POUCT on the drawn episodes, with a planning time or a number of simulations per decision.
 
     With only `planning_ms` and `seed` this is the first edition's peer, bit for
@@ -346,6 +382,12 @@ def run_pouct(compiled, admission, states, uniforms, planning_ms: float | None =
         (:func:`_best_visited`), not pomdp_py's argmax, which prefers an
         untried action (value 0) to every tried one when returns are losses.
         The second edition sets it; the default keeps the first edition's peer.
+    most_visited : bool
+        Act on the most visited action the search tried (:func:`_most_visited`).
+        At most one of `visited_only` and `most_visited`.
+    terminal : {"state", "posterior"}
+        A decision's reward in the search: minus the sampled state's loss, or
+        minus its expectation under the exact posterior at the pairs seen.
 
     Returns
     -------
@@ -385,6 +427,10 @@ def run_pouct(compiled, admission, states, uniforms, planning_ms: float | None =
         raise ValueError(f"planning_ms must be >= 0, got {planning_ms!r}")
     if rollout not in ROLLOUTS:
         raise ValueError(f"rollout must be one of {', '.join(ROLLOUTS)}, got {rollout!r}")
+    if terminal not in TERMINALS:
+        raise ValueError(f"terminal must be one of {', '.join(TERMINALS)}, got {terminal!r}")
+    if visited_only and most_visited:
+        raise ValueError("give at most one of visited_only and most_visited")
     if exploration is not None and exploration_scale is not None:
         raise ValueError("give at most one of exploration and exploration_scale")
     for name, v in (("exploration", exploration), ("exploration_scale", exploration_scale)):
@@ -403,7 +449,8 @@ def run_pouct(compiled, admission, states, uniforms, planning_ms: float | None =
     truth_root = None if truth is None else root_node(truth, admission)
     rng = random.Random(seed)
     random.seed(seed)  # pomdp_py's own choices (UCB ties, belief sampling) use the global generator
-    pp, State, _, Obs, Transition, Observation, Reward, policy_model, stats = _build(c, admission, rng, rollout)
+    pp, State, _, Obs, Transition, Observation, Reward, policy_model, stats = _build(c, admission, rng, rollout,
+                                                                                      terminal)
     spread = loss_range(c)
     if exploration is not None:
         const = float(exploration)
@@ -448,6 +495,8 @@ def run_pouct(compiled, admission, states, uniforms, planning_ms: float | None =
                 forced += 1
             if visited_only:
                 action = _best_visited(agent, action)
+            elif most_visited:
+                action = _most_visited(agent, action)
             decision_ms.append((time.perf_counter() - t0) * 1000.0)
             decision_sims.append(k)
             decisions += 1
@@ -488,7 +537,7 @@ def run_pouct(compiled, admission, states, uniforms, planning_ms: float | None =
             "decisions": decisions / n, "decision_ms": np.asarray(decision_ms, dtype=np.float64),
             "decision_sims": sims, "illegal": illegal, "rollout_illegal": stats["rollout_illegal"],
             "one_sim_decisions": forced, "action": chosen, "paths": paths, "exploration": const,
-            "rollout": rollout}
+            "rollout": rollout, "terminal": terminal}
 
 
 @attrs.frozen(kw_only=True)
@@ -525,6 +574,7 @@ class ExplorationTuning:
     rollout: str
     num_sims: int | None
     planning_ms: float | None
+    interior: bool | None = None
 
     def constant(self, compiled) -> float:
         """The tuned UCB constant on `compiled`: ``best_scale * loss_range(compiled)``."""
@@ -536,7 +586,7 @@ class ExplorationTuning:
         return {"best": self.best_scale, "table": dict(zip(self.grid, self.means)), "cases": len(self.case_means[0]),
                 "case_means": [list(row) for row in self.case_means], "grid": list(self.grid),
                 "episodes": self.episodes, "seed": self.seed, "rollout": self.rollout, "num_sims": self.num_sims,
-                "planning_ms": self.planning_ms}
+                "planning_ms": self.planning_ms, "interior": self.interior}
 
     def rows(self) -> list:
         """One dict per multiplier (``exploration_scale``, ``mean_total_loss``, ``case_<i>``), for a CSV."""
@@ -546,7 +596,7 @@ class ExplorationTuning:
 
 def tune_exploration(cases, grid=DEFAULT_EXPLORATION_SCALES, *, planning_ms: float | None = None,
                      num_sims: int | None = None, episodes: int = 200, seed: int = 0,
-                     rollout: str = "one-step", visited_only: bool = False) -> ExplorationTuning:
+                     rollout: str = "one-step", visited_only: bool = False, **run_options) -> ExplorationTuning:
     """Choose POUCT's UCB multiplier on tuning cases, with common random numbers.
 
     Every multiplier in `grid` is run on the same episodes of each case
@@ -573,6 +623,8 @@ def tune_exploration(cases, grid=DEFAULT_EXPLORATION_SCALES, *, planning_ms: flo
     rollout : {"random", "one-step"}
     visited_only : bool
         As for :func:`run_pouct`.
+    **run_options
+        Further :func:`run_pouct` options (``most_visited``, ``terminal``).
 
     Returns
     -------
@@ -601,7 +653,7 @@ def tune_exploration(cases, grid=DEFAULT_EXPLORATION_SCALES, *, planning_ms: flo
         search_seed = stable_seed("tune-exploration", "search", seed, i)
         for g, scale in enumerate(grid):
             res = run_pouct(c, admission, states, uniforms, planning_ms, seed=search_seed, num_sims=num_sims,
-                            rollout=rollout, exploration_scale=scale, visited_only=visited_only)
+                            rollout=rollout, exploration_scale=scale, visited_only=visited_only, **run_options)
             case_means[g, i] = float(res["total"].mean())
     means = case_means.mean(axis=1)
     best = min(range(len(grid)), key=lambda g: (means[g], grid[g]))
@@ -609,3 +661,198 @@ def tune_exploration(cases, grid=DEFAULT_EXPLORATION_SCALES, *, planning_ms: flo
                              case_means=tuple(tuple(float(v) for v in row) for row in case_means),
                              episodes=int(episodes), seed=int(seed), rollout=rollout, num_sims=num_sims,
                              planning_ms=planning_ms)
+
+
+def tune_exploration_inside(cases, grid=DEFAULT_EXPLORATION_SCALES, *, widen: float = 3.0, max_widenings: int = 4,
+                            **tune_options) -> ExplorationTuning:
+    """:func:`tune_exploration`, widening the grid until the chosen multiplier is not at an edge.
+
+    While the winner is the smallest (or largest) multiplier tried, a new one
+    `widen` times smaller (or larger) is added, at most `max_widenings` times
+    in all. Every multiplier is run on the same episodes and search seeds (they
+    depend on the tuning seed and the case only), so a widened grid gives each
+    old multiplier the value it had. The result's ``interior`` says whether the
+    winner ended strictly inside the grid; its ``grid`` is sorted.
+
+    Parameters
+    ----------
+    cases, grid
+        As for :func:`tune_exploration` (the grid needs two or more distinct
+        positive multipliers).
+    widen : float
+        The factor of each widening, > 1.
+    max_widenings : int
+        At most this many multipliers are added.
+    **tune_options
+        :func:`tune_exploration`'s keywords (budget, episodes, seed, rollout,
+        ``most_visited``, ``terminal``, ...).
+
+    Returns
+    -------
+    ExplorationTuning
+
+    Examples
+    --------
+    >>> import types
+    >>> fake = types.SimpleNamespace(tune_exploration=lambda cases, grid, **kw: ExplorationTuning(
+    ...     best_scale=min(grid, key=lambda g: abs(g - 9)), grid=tuple(grid),
+    ...     means=tuple(abs(g - 9) for g in grid), case_means=tuple((abs(g - 9),) for g in grid),
+    ...     episodes=1, seed=0, rollout="one-step", num_sims=1, planning_ms=None))
+    >>> t = tune_exploration_inside([None], (1.0, 3.0), _tune=fake.tune_exploration)
+    >>> t.best_scale, t.grid, t.interior
+    (9.0, (1.0, 3.0, 9.0, 27.0), True)
+    """
+    tune = tune_options.pop("_tune", tune_exploration)  # a test seam: the search itself is tested elsewhere
+    grid = tuple(sorted({float(g) for g in grid}))
+    if len(grid) < 2 or grid[0] <= 0 or not all(math.isfinite(g) for g in grid):
+        raise ValueError(f"grid must hold two or more distinct finite multipliers > 0, got {grid!r}")
+    if not (math.isfinite(widen) and widen > 1):
+        raise ValueError(f"widen must be finite and > 1, got {widen!r}")
+    if max_widenings < 0:
+        raise ValueError(f"max_widenings must be >= 0, got {max_widenings!r}")
+    results = {}
+
+    def run(points):
+        t = tune(cases, points, **tune_options)
+        for g, m, cm in zip(t.grid, t.means, t.case_means):
+            results[float(g)] = (m, cm)
+        return t
+
+    last = run(grid)
+    for _ in range(max_widenings):
+        grid = tuple(sorted(results))
+        best = min(grid, key=lambda g: (results[g][0], g))
+        if grid[0] < best < grid[-1]:
+            break
+        run((best / widen,) if best == grid[0] else (best * widen,))
+    grid = tuple(sorted(results))
+    best = min(grid, key=lambda g: (results[g][0], g))
+    return ExplorationTuning(best_scale=best, grid=grid, means=tuple(results[g][0] for g in grid),
+                             case_means=tuple(tuple(results[g][1]) for g in grid), episodes=last.episodes,
+                             seed=last.seed, rollout=last.rollout, num_sims=last.num_sims,
+                             planning_ms=last.planning_ms, interior=bool(grid[0] < best < grid[-1]))
+
+
+def sims_for_time(policy_ms_per_decision: float, ms_per_sim: float) -> int:
+    """The simulations per decision that take as long as the policy's planning: ``round(policy / sim)``, at least 1.
+
+    >>> sims_for_time(12.0, 0.05), sims_for_time(0.001, 0.05)
+    (240, 1)
+    """
+    if not (math.isfinite(policy_ms_per_decision) and policy_ms_per_decision >= 0):
+        raise ValueError(f"policy_ms_per_decision must be finite and >= 0, got {policy_ms_per_decision!r}")
+    if not (math.isfinite(ms_per_sim) and ms_per_sim > 0):
+        raise ValueError(f"ms_per_sim must be finite and > 0, got {ms_per_sim!r}")
+    return max(1, int(round(policy_ms_per_decision / ms_per_sim)))
+
+
+def calibrate_num_sims(compiled, admission, states, uniforms, *, policy: str = "bounded", seed: int,
+                       probe_sims: int = 200, **run_options) -> dict:
+    """A time-matched budget: the simulations per decision POUCT runs in the policy's planning time per decision.
+
+    Measures (wall clock, this machine) the mean planning time per decision
+    of `policy` (:meth:`~planner.policies.base.Policy.choose`) along the given
+    episodes (timed on a second pass: the first loads its compiled kernels),
+    and POUCT's mean time per simulation on the same episodes at
+    `probe_sims` simulations per decision; :func:`sims_for_time` turns the
+    two into a count. The times are used here and discarded: the record holds
+    the count and the sizes of the two measurements, so the run it budgets
+    (:func:`run_time_matched`) is reproducible for its seed whatever the
+    machine, and the calibration itself is the one clock-dependent step.
+
+    Returns
+    -------
+    dict
+        ``num_sims`` (int), ``policy``, ``policy_decisions`` and
+        ``probe_decisions`` (how many decisions each timing averaged),
+        ``probe_sims``.
+    """
+    from planner.policies import parse_policy
+
+    c = compiled
+    pol = parse_policy(policy)
+    def walk():
+        spent, decisions = 0.0, 0
+        for e in range(len(states)):
+            node, s = root_node(c, admission), int(states[e])
+            while True:
+                t0 = time.perf_counter()
+                o, _ = pol.choose(node)
+                spent += time.perf_counter() - t0
+                decisions += 1
+                if o is None:
+                    break
+                y = inverse_cdf(c.lik[o], int(c.n_outcomes[o]), s, float(uniforms[e, o]))
+                node = node.child(o, y)
+        return spent, decisions
+
+    # an untimed first pass: numba compiles or loads a kernel the first time a path needs it, a one-off
+    # cost that is no part of the policy's planning time per decision
+    walk()
+    spent, decisions = walk()
+    probe = run_pouct(c, admission, states, uniforms, num_sims=int(probe_sims), seed=seed, **run_options)
+    per_sim = float(probe["decision_ms"].sum()) / float(probe["decision_sims"].sum())
+    n = sims_for_time(1000.0 * spent / decisions, per_sim)
+    return {"num_sims": n, "policy": pol.spec, "policy_decisions": decisions,
+            "probe_decisions": int(len(probe["decision_sims"])), "probe_sims": int(probe_sims)}
+
+
+def run_time_matched(compiled, admission, states, uniforms, *, policy: str = "bounded", seed: int,
+                     calibration_episodes: int = 20, probe_sims: int = 200, **run_options) -> dict:
+    """POUCT at the planning time per decision of `policy`, as a calibrated number of simulations.
+
+    :func:`calibrate_num_sims` on the first `calibration_episodes` episodes,
+    then :func:`run_pouct` on all of them with that ``num_sims`` and `seed`
+    (so the run, given the count, is reproducible). The result is
+    :func:`run_pouct`'s with ``calibration`` (the calibration record) added;
+    its ``decision_ms`` is dropped, so that nothing in it is a clock reading.
+    """
+    m = max(1, min(int(calibration_episodes), len(states)))
+    cal = calibrate_num_sims(compiled, admission, states[:m], uniforms[:m], policy=policy, seed=seed,
+                             probe_sims=probe_sims, **run_options)
+    res = run_pouct(compiled, admission, states, uniforms, num_sims=cal["num_sims"], seed=seed, **run_options)
+    res.pop("decision_ms")
+    res["calibration"] = cal
+    return res
+
+
+#: The faithful settings of the third edition's peer (module docstring), for :func:`run_pouct` and its callers.
+FAITHFUL = {"rollout": "one-step", "most_visited": True, "terminal": "posterior"}
+
+
+def compare_on(compiled, admission, *, episodes: int, seed: int, exploration_scale: float, num_sims: int = 1000,
+               policy: str = "bounded") -> dict:
+    """POUCT on one case at equal simulations and at `policy`'s planning time, beside the exact figures.
+
+    Returns ``{"exact": {spec: expected total loss}, "pouct": {label: (mean, standard error)},
+    "time_matched_sims": int}``: the exact expected total loss of one-step,
+    ``bounded:<num_sims>`` and `policy`; the episode means of POUCT with the
+    second edition's settings (``visited_only``, sampled-state terminal
+    reward) and with :data:`FAITHFUL`, at `num_sims` simulations, and with
+    :data:`FAITHFUL` time-matched to `policy` (:func:`run_time_matched`, on
+    10 calibration episodes), all on the same episodes and search seed.
+    """
+    from planner.evaluation.evaluate import evaluate_policy
+    from studies.families import stable_seed
+    from studies.measure import draw_episodes
+
+    c = compiled
+    specs = ("one-step", f"bounded:{num_sims}", policy)
+    exact = {p: float(evaluate_policy(c, p).expected_total_loss) for p in specs}
+    states, uniforms = draw_episodes(c, episodes, stable_seed("peer-compare", "episodes", seed))
+    s = stable_seed("peer-compare", "search", seed)
+
+    def mean_se(res):
+        t = res["total"]
+        return float(t.mean()), float(t.std(ddof=1) / math.sqrt(len(t))) if len(t) > 1 else float("nan")
+
+    kw = {"seed": s, "exploration_scale": exploration_scale}
+    second = run_pouct(c, admission, states, uniforms, num_sims=num_sims, rollout="one-step", visited_only=True, **kw)
+    faithful = run_pouct(c, admission, states, uniforms, num_sims=num_sims, **FAITHFUL, **kw)
+    matched = run_time_matched(c, admission, states, uniforms, policy=policy, calibration_episodes=10, **FAITHFUL,
+                               **kw)
+    return {"exact": exact,
+            "pouct": {f"{num_sims} sims, visited-only, state reward": mean_se(second),
+                      f"{num_sims} sims, faithful": mean_se(faithful),
+                      f"time-matched to {policy}, faithful": mean_se(matched)},
+            "time_matched_sims": matched["calibration"]["num_sims"]}

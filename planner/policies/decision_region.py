@@ -16,7 +16,7 @@ from lookahead.core import TIE, evpi, reachable_actions
 from planner.node import Candidate, Decision
 from planner.policies.base import Policy, best_of
 
-__all__ = ["DecisionRegion", "decision_regions", "edge_mass", "edge_gains"]
+__all__ = ["DecisionRegion", "decision_regions", "edge_mass", "edge_gains", "credit_scale"]
 
 
 def decision_regions(node) -> np.ndarray:
@@ -67,6 +67,17 @@ def edge_gains(node, regions) -> np.ndarray:
     return out
 
 
+def credit_scale(node, weight) -> float:
+    """Loss units per unit of cut weight: ``EVPI(b) / weight`` (0 when the weight is within TIE of 0).
+
+    The share of the remaining weight an observation cuts, of the most any
+    evidence could still save (:func:`lookahead.core.evpi`, gated).
+    """
+    c = node.compiled
+    scale = float(evpi(node.belief, node.outcome_of, node.admission.admitted, c.loss, c.facts, c.n_values))
+    return max(scale, 0.0) / weight if weight > TIE else 0.0
+
+
 @attrs.frozen
 class DecisionRegion(Policy):
     """The EC2-style decision-region rule (spec ``decision-region``).
@@ -107,14 +118,15 @@ class DecisionRegion(Policy):
     value_label = "region value"
     study = {"decision-region": ("cheap", "model", "frontier")}
 
+    #: The candidate table's ``extra`` key of an observation's gain.
+    gain_key = "edge_gain"
+
     def _score(self, node):
-        c = node.compiled
+        """``(W(b), gains, values in loss units, extra columns common to every row)``."""
         regions = decision_regions(node)
         w0 = edge_mass(node.belief, regions)
         gains = edge_gains(node, regions)
-        scale = float(evpi(node.belief, node.outcome_of, node.admission.admitted, c.loss, c.facts, c.n_values))
-        scale = max(scale, 0.0) / w0 if w0 > TIE else 0.0
-        return w0, gains, gains * scale
+        return w0, gains, gains * credit_scale(node, w0), {"edge_mass": w0}
 
     def _pick(self, node, w0, gains, values):
         c = node.compiled
@@ -136,15 +148,15 @@ class DecisionRegion(Policy):
 
     def decide(self, node):
         c = node.compiled
-        w0, gains, values = self._score(node)
+        w0, gains, values, common = self._score(node)
         rows = node.gate_candidates()
         for o, row in enumerate(rows):
             if row is None:
                 rows[o] = Candidate(observation=c.obs_names[o], status="admitted", value=float(values[o]),
                                     penalty=float(c.penalty[o]), net=float(values[o] - c.penalty[o]),
-                                    extra={"edge_gain": float(gains[o]), "edge_mass": w0})
+                                    extra={self.gain_key: float(gains[o]), **common})
         return Decision(observe=self._pick(node, w0, gains, values), candidates=tuple(rows))
 
     def choose(self, node):
-        w0, gains, values = self._score(node)
+        w0, gains, values, _ = self._score(node)
         return self._pick(node, w0, gains, values), False

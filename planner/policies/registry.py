@@ -11,12 +11,13 @@ from __future__ import annotations
 from planner.errors import PolicyError
 from planner.policies.base import Policy
 from planner.policies.baselines import NoRetrieval, StaticTopK
-from planner.policies.blinkered import Blinkered
+from planner.policies.blinkered import Blinkered, BlinkeredRepeat
 from planner.policies.bounded import Bounded
 from planner.policies.confidence import ConfidenceGate
 from planner.policies.conservative import Conservative
 from planner.policies.decision_region import DecisionRegion
 from planner.policies.dependency import DependencyRule
+from planner.policies.hec import HEC
 from planner.policies.lookahead import Lookahead
 from planner.policies.onestep import OneStepEVSI
 from planner.policies.postfilter import PostFilteredTopK
@@ -32,7 +33,9 @@ POLICIES = (
     OneStepEVSI,
     DependencyRule,
     Blinkered,
+    BlinkeredRepeat,
     DecisionRegion,
+    HEC,
     Lookahead,
     Bounded,
     Conservative,

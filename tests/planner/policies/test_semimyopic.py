@@ -89,7 +89,8 @@ def test_deterministic_and_choose_matches_decide(name, spec):
         assert a.observe is None or node.eligible[a.observe]
 
 
-@given(domain_dicts(), st.integers(0, 2**32 - 1), st.sampled_from(["decision-region", "blinkered:2", "blinkered"]))
+@given(domain_dicts(), st.integers(0, 2**32 - 1), st.sampled_from(["decision-region", "blinkered:2", "blinkered", "hec",
+                                                                    "blinkered-repeat:2", "blinkered-repeat"]))
 def test_never_ineligible_never_over_budget(d, seed, spec):
     dom = planner.Domain.from_dict(d)
     # exact evaluation raises SessionError if the policy picks an ineligible observation at any node
