@@ -128,6 +128,7 @@ __all__ = [
     "BOUND_EVPI",
     "BOUND_UNLOCK",
     "BOUND_UNLOCK_STEP",
+    "BOUND_SEPARATION",
 ]
 
 #: Most nodes one planning call generates by default (see :func:`default_node_budget`).
@@ -331,7 +332,7 @@ def _rehash(old, new):
                 new[j, q] = old[i, q]
 
 
-@kernel
+@kernel(nrt=False)
 def _lookup(table, k1, k2):
     """``(node, slot)``: the node with keys (k1, k2), or ``(-1, free slot)``."""
     mask = table.shape[0] - 1
@@ -376,12 +377,72 @@ class Tables(NamedTuple):
     class_start: np.ndarray
     class_states: np.ndarray
     zob: np.ndarray
+    cls_of: np.ndarray
+    sep: np.ndarray
+    rho: np.ndarray
+    rho_order: np.ndarray
+    cost_order: np.ndarray
+    pen_order: np.ndarray
     gated: bool
     bound: int
 
 
 #: Lower bounds at a tip, weakest first (``Tables.bound``), for measuring what each one prunes.
-BOUND_EVPI, BOUND_UNLOCK, BOUND_UNLOCK_STEP = 0, 1, 2
+BOUND_EVPI, BOUND_UNLOCK, BOUND_UNLOCK_STEP, BOUND_SEPARATION = 0, 1, 2, 3
+#: The separation term is computed only on domains with at most this many states (its table is S x S x O)
+#: and at nodes whose belief has at most :data:`SEP_MAX_SUPPORT` possible states (it costs support^2 x (A + O)
+#: plus an assignment of support^3); elsewhere the bound is the unlock bound with its step term.
+SEP_MAX_STATES = 64
+SEP_MAX_SUPPORT = 16
+
+
+class Scratch(NamedTuple):
+    """Every buffer the search loop writes besides the graph, allocated once per :class:`BoundedSearch`.
+
+    The kernels are compiled without reference counting (``nrt=False``): they
+    allocate nothing, so each node's work is its arithmetic alone (the
+    allocations and reference counts of the per-node buffers were 43% of the
+    search's native time). ``ocb``, ``elig``, ``path``, ``work``, ``vals``: the
+    loop's pairs, eligibility, descent path and facts; ``work2``, ``vals2``,
+    ``bel``, ``spent``, ``need``, ``permitted``: the node being evaluated;
+    ``unlock[k]``, ``obs_cost[k]``, ``expr_cost``: the unlock and reach costs of
+    state class k; ``hs[0 | 1, m]``, ``sup[m]``: the per-state bounds (with and
+    without the step term) of the m-th possible state; ``gm``: the pair gains;
+    ``hf``, ``hi``, ``hb``: the assignment's potentials, matching and marks.
+    """
+
+    ocb: np.ndarray
+    elig: np.ndarray
+    path: np.ndarray
+    work: np.ndarray
+    vals: np.ndarray
+    work2: np.ndarray
+    vals2: np.ndarray
+    bel: np.ndarray
+    spent: np.ndarray
+    need: np.ndarray
+    permitted: np.ndarray
+    unlock: np.ndarray
+    obs_cost: np.ndarray
+    expr_cost: np.ndarray
+    hs: np.ndarray
+    sup: np.ndarray
+    gm: np.ndarray
+    hf: np.ndarray
+    hi: np.ndarray
+    hb: np.ndarray
+
+
+def _new_scratch(O: int, S: int, A: int, D: int, P: int, N: int, K: int) -> Scratch:
+    M = min(S, SEP_MAX_SUPPORT) + 1
+    return Scratch(ocb=np.empty(O, dtype=np.int16), elig=np.zeros(O, dtype=np.bool_),
+                   path=np.zeros(O + 2, dtype=np.int64), work=np.empty((3, P), dtype=np.int64),
+                   vals=np.zeros((2, N), dtype=np.bool_), work2=np.empty((3, P), dtype=np.int64),
+                   vals2=np.zeros((2, N), dtype=np.bool_), bel=np.empty(S), spent=np.empty(D), need=np.zeros(D),
+                   permitted=np.empty(A, dtype=np.bool_), unlock=np.zeros((K, A)), obs_cost=np.empty((K, O)),
+                   expr_cost=np.empty(N), hs=np.empty((2, S)), sup=np.empty(S, dtype=np.int64),
+                   gm=np.zeros((M, M)), hf=np.zeros((3, M)), hi=np.zeros((2, M), dtype=np.int64),
+                   hb=np.zeros(M, dtype=np.bool_))
 
 
 # --------------------------------------------------------------------------
@@ -393,7 +454,7 @@ BOUND_EVPI, BOUND_UNLOCK, BOUND_UNLOCK_STEP = 0, 1, 2
 # the no-op test). The tuples are unpacked once, in :func:`_search`.
 
 
-@kernel
+@kernel(nrt=False)
 def _node_state(oc, prior, lik, lik_zero, cost, bel, spent):
     """Canonical belief and spend of the pairs `oc` (observation-index order, one normalisation)."""
     O, S = lik.shape[0], lik.shape[2]
@@ -418,7 +479,7 @@ def _node_state(oc, prior, lik, lik_zero, cost, bel, spent):
         spent[d] = x
 
 
-@kernel
+@kernel(nrt=False)
 def _is_noop(o, bel, lik, n_outcomes, est_prop, est_value):
     """True when o's outcome is certain under `bel` and establishes nothing (acquiring it changes nothing)."""
     S = bel.shape[0]
@@ -436,7 +497,7 @@ def _is_noop(o, bel, lik, n_outcomes, est_prop, est_value):
     return False
 
 
-@kernel
+@kernel(nrt=False)
 def _eligible(o, oc, bel, spent, lik, n_outcomes, cost, limits_tol, flags, est_prop, est_value):
     """Untaken, admitted, affordable and not a no-op (preconditions are the caller's)."""
     if oc[o] != NOT_TAKEN or not flags[o, _F_ADMITTED]:
@@ -447,7 +508,7 @@ def _eligible(o, oc, bel, spent, lik, n_outcomes, cost, limits_tol, flags, est_p
     return not (flags[o, _F_MAYBE_NOOP] and _is_noop(o, bel, lik, n_outcomes, est_prop, est_value))
 
 
-@kernel
+@kernel(nrt=False)
 def _unlock_costs(oc, s, spent, permitted, status, lik, n_outcomes, cost, limits_tol, penalty, flags, est_prop,
                   est_value, ek, ea, eb, es, ec, ech, action_req, obs_req, obs_cost, expr_cost, unlock):
     """``unlock[a]``: a lower bound on the penalty that makes action a permitted, in state s.
@@ -525,37 +586,44 @@ def _unlock_costs(oc, s, spent, permitted, status, lik, n_outcomes, cost, limits
             unlock[a] = expr_cost[action_req[a]]
 
 
-@kernel
-def _tip_bound(oc, bel, spent, step_cost, permitted, status, bound, gated, class_start, class_states, lik,
-               n_outcomes, loss, cost, limits_tol, penalty, flags, est_prop, est_value, ek, ea, eb, es, ec, ech,
-               action_req, obs_req):
-    """The tip lower bound ``L_h`` (module docstring), under `bound`, and the same without the step term.
+@kernel(nrt=False)
+def _tip_bound(oc, bel, spent, step_cost, permitted, status, t, f, w):
+    """The tip lower bound ``L_h`` (module docstring) under ``t.bound``, and the same without the step term.
 
     ``BOUND_EVPI``: unlock costs 0 for every action some admitted source could
     still permit (the gated EVPI); ``BOUND_UNLOCK``: the unlock costs;
     ``BOUND_UNLOCK_STEP``: as well, a plan that does not stop pays at least the
-    cheapest eligible penalty `step_cost`.
+    cheapest eligible penalty `step_cost`; ``BOUND_SEPARATION``: as well, the
+    larger of that and the separation bound (:func:`_separation`).
     """
+    lik, n_outcomes, loss, cost, limits_tol, penalty, flags = t.lik, t.n_outcomes, t.loss, t.cost, t.limits_tol, \
+        t.penalty, t.flags
+    class_start, class_states, bound, gated = t.class_start, t.class_states, t.bound, t.gated
+    unlock, obs_cost, expr_cost, hs, sup = w.unlock, w.obs_cost, w.expr_cost, w.hs, w.sup
     A = loss.shape[0]
-    unlock = np.zeros(A)
-    obs_cost = np.empty(lik.shape[0])
-    expr_cost = np.empty(ek.shape[0])
+    O = lik.shape[0]
+    sep_on = bound >= BOUND_SEPARATION and t.sep.shape[0] > 1
     total = 0.0
     total0 = 0.0
+    n_sup = 0
     for k in range(class_start.shape[0] - 1):
         mass = 0.0
         for q in range(class_start[k], class_start[k + 1]):
             mass += bel[class_states[q]]
         if mass <= 0.0:
             continue
-        if gated:
+        if gated or sep_on:  # (the separation term needs the reach costs of observations, gated or not)
             _unlock_costs(oc, class_states[class_start[k]], spent, permitted, status, lik, n_outcomes, cost,
-                          limits_tol, penalty, flags, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req,
-                          obs_req, obs_cost, expr_cost, unlock)
+                          limits_tol, penalty, flags, f.est_prop, f.est_value, f.expr_kind, f.expr_a, f.expr_b,
+                          f.expr_start, f.expr_count, f.expr_children, f.action_req, f.obs_req, obs_cost[k],
+                          expr_cost, unlock[k])
             if bound == BOUND_EVPI:
                 for a in range(A):
-                    if unlock[a] < _INF:
-                        unlock[a] = 0.0  # reachable is all the gated EVPI asks
+                    if unlock[k, a] < _INF:
+                        unlock[k, a] = 0.0  # reachable is all the gated EVPI asks
+        else:
+            for a in range(A):
+                unlock[k, a] = 0.0
         for q in range(class_start[k], class_start[k + 1]):
             s = class_states[q]
             b = bel[s]
@@ -564,37 +632,333 @@ def _tip_bound(oc, bel, spent, step_cost, permitted, status, bound, gated, class
             best = _INF
             best0 = _INF
             for a in range(A):
-                x = unlock[a]
+                x = unlock[k, a]
                 if x == _INF:
                     continue
                 if x + loss[a, s] < best0:
                     best0 = x + loss[a, s]
-                if bound == BOUND_UNLOCK_STEP and x < step_cost:
+                if bound >= BOUND_UNLOCK_STEP and x < step_cost:
                     x = step_cost  # acquiring anything pays at least the cheapest penalty
                 x += loss[a, s]
                 if x < best:
                     best = x
             total += b * best
             total0 += b * best0
+            sup[n_sup] = s
+            hs[0, n_sup] = best
+            hs[1, n_sup] = best0
+            n_sup += 1
+    if sep_on and 2 <= n_sup <= SEP_MAX_SUPPORT and O > 0:
+        x = _separation(oc, bel, n_sup, step_cost, _max_acquisitions(oc, spent, t), t, w)
+        if x > total:
+            total = x
     return total, total0
 
 
-@kernel
-def _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, lik_zero, n_outcomes, loss, cost,
-                    limits_tol, penalty, flags, class_start, class_states, gated, bound, est_prop, est_kind,
-                    est_value, ek, ea, eb, es, ec, ech, action_req, obs_req, amen, omen):
+@kernel(nrt=False)
+def _max_acquisitions(oc, spent, t):
+    """An upper bound on the acquisitions any path from the node can make within the hard limits.
+
+    Per dimension with a finite limit, the most untaken admitted observations
+    whose costs, cheapest first, fit in what is left; the smallest over the
+    dimensions (no finite limit: every untaken admitted observation).
+    """
+    O = oc.shape[0]
+    cost, limits_tol, flags, order = t.cost, t.limits_tol, t.flags, t.cost_order
+    k = 0
+    for o in range(O):
+        if oc[o] == NOT_TAKEN and flags[o, _F_ADMITTED]:
+            k += 1
+    for d in range(cost.shape[1]):
+        if limits_tol[d] == _INF:
+            continue
+        left = limits_tol[d] - spent[d]
+        used = 0.0
+        n = 0
+        for q in range(O):
+            o = order[d, q]
+            if oc[o] != NOT_TAKEN or not flags[o, _F_ADMITTED]:
+                continue
+            used += cost[o, d]
+            if used > left:
+                break
+            n += 1
+        if n < k:
+            k = n
+    return k
+
+
+@kernel(nrt=False)
+def _separation(oc, bel, n, step_cost, k_max, t, w):
+    """The separation bound on any plan that acquires at least one observation (module docstring).
+
+    ``w.sup[:n]``: the possible states, ``w.hs[0, :n]`` their per-state bounds
+    with the step term; ``w.unlock``, ``w.obs_cost``: per state class.
+    """
+    loss, sep, cls_of = t.loss, t.sep, t.cls_of
+    unlock, obs_cost, sup, hs, gm = w.unlock, w.obs_cost, w.sup, w.hs, w.gm
+    A = loss.shape[0]
+    O = obs_cost.shape[1]
+    base = 0.0
+    for m in range(n):
+        base += bel[sup[m]] * hs[0, m]
+        gm[m, m] = 0.0
+    any_gain = False
+    for m in range(n):
+        s = sup[m]
+        ks = cls_of[s]
+        al = bel[s]
+        for r in range(m + 1, n):
+            u = sup[r]
+            ku = cls_of[u]
+            be = bel[u]
+            # a non-separating leaf: one action for both states, its acquisitions paid in both
+            conf = _INF
+            for a in range(A):
+                xs = unlock[ks, a]
+                xu = unlock[ku, a]
+                if xs == _INF or xu == _INF:
+                    continue
+                x = xs if xs > xu else xu
+                if x < step_cost:
+                    x = step_cost
+                v = al * loss[a, s] + be * loss[a, u] + (al + be) * x
+                if v < conf:
+                    conf = v
+            # a separating branch: each state pays at least the cheapest separating observation it can reach
+            cs = _INF
+            cu = _INF
+            for o in range(O):
+                if sep[s, u, o]:
+                    x = obs_cost[ks, o]
+                    if 0.0 <= x < cs:
+                        cs = x
+                    x = obs_cost[ku, o]
+                    if 0.0 <= x < cu:
+                        cu = x
+            split = _INF
+            if cs < _INF and cu < _INF:
+                split = al * _floor_with(loss, unlock, ks, s, cs if cs > step_cost else step_cost) \
+                    + be * _floor_with(loss, unlock, ku, u, cu if cu > step_cost else step_cost)
+            g = conf if conf < split else split
+            # the budget-aware confusion: at most k_max acquisitions on any path, so the Bhattacharyya
+            # coefficient of the plan's leaf distributions in s and u is at least the product of the k_max
+            # smallest coefficients among the observations both states can reach
+            dl = _INF
+            for a in range(A):
+                xs = unlock[ks, a]
+                xu = unlock[ku, a]
+                if xs == _INF or xu == _INF:
+                    continue
+                if xs < step_cost:
+                    xs = step_cost
+                if xu < step_cost:
+                    xu = step_cost
+                v = loss[a, s] + xs - hs[0, m] + loss[a, u] + xu - hs[0, r]
+                if v < dl:
+                    dl = v
+            if dl > 0.0 and dl < _INF:
+                bc = 1.0
+                taken = 0
+                for q in range(O):
+                    if taken >= k_max:
+                        break
+                    o = t.rho_order[s, u, q]
+                    if t.rho[s, u, o] >= 1.0:
+                        break  # (sorted: the rest tell the two apart no better)
+                    if oc[o] != NOT_TAKEN or obs_cost[ks, o] < 0.0 or obs_cost[ks, o] == _INF \
+                            or obs_cost[ku, o] < 0.0 or obs_cost[ku, o] == _INF:
+                        continue
+                    bc *= t.rho[s, u, o]
+                    taken += 1
+                ab = al + be
+                disc = ab * ab - 4.0 * al * be * bc * bc
+                if disc < 0.0:
+                    disc = 0.0
+                err = 0.5 * (ab - np.sqrt(disc))  # the least sum over leaves of min(al P_s, be P_u)
+                x = al * hs[0, m] + be * hs[0, r] + dl * err
+                if x > g or g == _INF:
+                    g = x
+                x = _priced_confusion(oc, s, u, ks, ku, al, be, dl, step_cost, k_max, t, w)
+                if x > g or g == _INF:
+                    g = x
+            gain = 0.5 * (g - al * hs[0, m] - be * hs[0, r])
+            if not gain > 0.0:  # (rounding, or inf - inf where nothing is reachable)
+                gain = 0.0
+            else:
+                any_gain = True
+            gm[m, r] = gain
+            gm[r, m] = gain
+    if not any_gain:
+        return base
+    return base + _best_assignment(gm, n, w.hf, w.hi, w.hb)
+
+
+@kernel(nrt=False)
+def _priced_confusion(oc, s, u, ks, ku, al, be, dl, step_cost, k_max, t, w):
+    """The pair bound that prices information: cheap paths tell s from u apart badly, thorough ones cost.
+
+    For j = 0 .. k_max - 1, C_j = the sum of the j + 1 cheapest penalties among the
+    observations both states can reach: a path that costs less than C_j makes at most
+    j acquisitions, so (cutting the plan where a path's cost first reaches C_j) the
+    Bhattacharyya coefficient of its cheap leaves is at least m_j - W / (2 sqrt(al be)),
+    m_j the product of the j smallest coefficients and W the mass of the costly
+    leaves, which pay at least C_j. Minimising over W gives the term (module docstring).
+    """
+    O = oc.shape[0]
+    loss, unlock, obs_cost = t.loss, w.unlock, w.obs_cost
+    rho, rorder, porder, penalty = t.rho, t.rho_order, t.pen_order, t.penalty
+    # the decision losses alone, over actions reachable in each state (costs are counted apart)
+    ls = _INF
+    lu = _INF
+    for a in range(loss.shape[0]):
+        if unlock[ks, a] < _INF and loss[a, s] < ls:
+            ls = loss[a, s]
+        if unlock[ku, a] < _INF and loss[a, u] < lu:
+            lu = loss[a, u]
+    d0 = _INF
+    for a in range(loss.shape[0]):
+        if unlock[ks, a] < _INF and unlock[ku, a] < _INF:
+            x = loss[a, s] - ls + loss[a, u] - lu
+            if x < d0:
+                d0 = x
+    base = al * ls + be * lu + (al + be) * step_cost
+    if not (d0 > 0.0 and d0 < _INF):
+        return base
+    r2 = np.sqrt(al * be)
+    kk = d0 * al * be / (al + be)
+    best = 0.0
+    m = 1.0  # the product of the j smallest coefficients so far
+    cj = 0.0  # the sum of the j + 1 cheapest penalties
+    qr = 0
+    qp = 0
+    for j in range(k_max + 1):
+        # C_j: one more cheapest candidate
+        more = False
+        while qp < O:
+            o = porder[qp]
+            qp += 1
+            if oc[o] == NOT_TAKEN and 0.0 <= obs_cost[ks, o] < _INF and 0.0 <= obs_cost[ku, o] < _INF:
+                cj += penalty[o]
+                more = True
+                break
+        if j == k_max or not more:
+            x = kk * m * m  # no path makes more than j acquisitions
+        else:
+            c1 = cj - step_cost
+            if c1 <= 0.0:
+                x = 0.0
+            else:
+                wstar = 2.0 * r2 * (m - c1 * r2 / kk)
+                x = kk * m * m if wstar <= 0.0 else 2.0 * r2 * c1 * m - c1 * c1 * r2 * r2 / kk
+        if x > best:
+            best = x
+        if j == k_max or not more:
+            break
+        # m_{j + 1}: one more of the most telling candidates
+        while qr < O:
+            o = rorder[s, u, qr]
+            qr += 1
+            if rho[s, u, o] >= 1.0:
+                qr = O
+                break
+            if oc[o] == NOT_TAKEN and 0.0 <= obs_cost[ks, o] < _INF and 0.0 <= obs_cost[ku, o] < _INF:
+                m *= rho[s, u, o]
+                break
+    return base + best
+
+
+@kernel(nrt=False)
+def _floor_with(loss, unlock, k, s, c):
+    """``min_u loss(u, s) + max(unlock[k, u], c)``: a state's bound when every plan pays at least c there."""
+    best = _INF
+    for a in range(loss.shape[0]):
+        x = unlock[k, a]
+        if x == _INF:
+            continue
+        if x < c:
+            x = c
+        x += loss[a, s]
+        if x < best:
+            best = x
+    return best
+
+
+@kernel(nrt=False)
+def _best_assignment(gm, n, hf, hi, hb):
+    """``max over permutations sigma of sum_m gm[m, sigma(m)]`` on the leading n x n block (Hungarian method).
+
+    O(n^3), the shortest-augmenting-path form with potentials (``hf``: row and
+    column potentials and the slack, ``hi``: the matching and the path,
+    ``hb``: the columns on the path; all of size >= n + 1). The sum is
+    recomputed from the permutation found, so it is the value of a real
+    permutation whatever the rounding of the potentials. Ties go to the first
+    column, so the result is deterministic.
+    """
+    for j in range(n + 1):
+        hf[0, j] = 0.0  # row potentials (1-based rows)
+        hf[1, j] = 0.0  # column potentials
+        hi[0, j] = 0  # hi[0, j]: the row matched to column j (0: none)
+        hi[1, j] = 0
+    for i in range(1, n + 1):
+        hi[0, 0] = i
+        j0 = 0
+        for j in range(n + 1):
+            hf[2, j] = _INF
+            hb[j] = False
+        while True:
+            hb[j0] = True
+            i0 = hi[0, j0]
+            delta = _INF
+            j1 = 0
+            for j in range(1, n + 1):
+                if not hb[j]:
+                    cur = -gm[i0 - 1, j - 1] - hf[0, i0] - hf[1, j]  # minimise the negated gains
+                    if cur < hf[2, j]:
+                        hf[2, j] = cur
+                        hi[1, j] = j0
+                    if hf[2, j] < delta:
+                        delta = hf[2, j]
+                        j1 = j
+            for j in range(n + 1):
+                if hb[j]:
+                    hf[0, hi[0, j]] += delta
+                    hf[1, j] -= delta
+                else:
+                    hf[2, j] -= delta
+            j0 = j1
+            if hi[0, j0] == 0:
+                break
+        while j0 != 0:
+            j1 = hi[1, j0]
+            hi[0, j0] = hi[0, j1]
+            j0 = j1
+    total = 0.0
+    for j in range(1, n + 1):
+        total += gm[hi[0, j] - 1, j - 1]
+    return total
+
+
+@kernel(nrt=False)
+def _find_or_create(g, ocb, t, f, w):
     """The decision node of pairs `ocb`: found by its equivalence key, or evaluated and added. Returns its index.
 
     The caller has made room for one more node and one more key.
     """
+    oc_g, bel_g, spent_g, nf, ni, keys, count = g.oc, g.bel, g.spent, g.nf, g.ni, g.keys, g.count
+    prior, lik, lik_zero, n_outcomes, loss, cost = t.prior, t.lik, t.lik_zero, t.n_outcomes, t.loss, t.cost
+    limits_tol, penalty, flags = t.limits_tol, t.penalty, t.flags
+    est_prop, est_kind, est_value = f.est_prop, f.est_kind, f.est_value
+    ek, ea, eb, es, ec, ech = f.expr_kind, f.expr_a, f.expr_b, f.expr_start, f.expr_count, f.expr_children
+    action_req, obs_req, amen, omen = f.action_req, f.obs_req, f.action_mentions, f.obs_mentions
     O, S = lik.shape[0], lik.shape[2]
     A = loss.shape[0]
     D = cost.shape[1]
     P = amen.shape[1]
-    bel = np.empty(S)
-    spent = np.empty(D)
-    work = np.empty((3, P), dtype=np.int64)
-    vals = np.zeros((2, ek.shape[0]), dtype=np.bool_)
+    bel, spent, work, vals, need, permitted = w.bel, w.spent, w.work2, w.vals2, w.need, w.permitted
+    for r in range(2):
+        for e in range(ek.shape[0]):
+            vals[r, e] = False
     _node_state(ocb, prior, lik, lik_zero, cost, bel, spent)
     _status_into(ocb, est_prop, est_kind, est_value, work)
     _facts_into(ocb, work, ek, ea, eb, es, ec, ech, vals)
@@ -610,7 +974,8 @@ def _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, 
         x = np.uint64(work[2, p] + 3)
         k1 = _mix(k1, x)
         k2 = _mix(k2, x ^ _M1)
-    need = np.zeros(D)
+    for d in range(D):
+        need[d] = 0.0
     step_cost = _INF
     for o in range(O):
         if flags[o, _F_MENTIONED]:
@@ -649,7 +1014,6 @@ def _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, 
         bel_g[i, s] = bel[s]
     for d in range(D):
         spent_g[i, d] = spent[d]
-    permitted = np.empty(A, dtype=np.bool_)
     for a in range(A):
         permitted[a] = _holds_row(action_req[a], amen, a, vals, work)
     r, act = bayes_risk(bel, loss, permitted)
@@ -658,9 +1022,7 @@ def _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, 
         lh = r
         lh0 = r
     else:
-        lh, lh0 = _tip_bound(ocb, bel, spent, step_cost, permitted, work[2], bound, gated, class_start, class_states,
-                             lik, n_outcomes, loss, cost, limits_tol, penalty, flags, est_prop, est_value, ek, ea, eb,
-                             es, ec, ech, action_req, obs_req)
+        lh, lh0 = _tip_bound(ocb, bel, spent, step_cost, permitted, work[2], t, f, w)
     if lh > r:
         lh = r
     if lh0 > lh:
@@ -680,7 +1042,7 @@ def _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, 
 # the search
 
 
-@kernel
+@kernel(nrt=False)
 def _back_up(i, nf, ni, cf, ci, sn, sp, penalty):
     """Recompute the chance nodes of expanded node i from its children's intervals, then i's interval.
 
@@ -717,8 +1079,8 @@ def _back_up(i, nf, ni, cf, ci, sn, sp, penalty):
     nf[i, _UP] = up_opt
 
 
-@kernel
-def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f):
+@kernel(nrt=False)
+def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f, w):
     """Best-first search from the node of pairs `root_pairs` (see the module docstring).
 
     `done` is the nodes earlier calls of the same planning step added (the
@@ -733,19 +1095,13 @@ def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f)
     # every array once, by name (see the note above _node_state)
     oc_g, bel_g, spent_g, nf, ni, z, cf, ci = g.oc, g.bel, g.spent, g.nf, g.ni, g.z, g.cf, g.ci
     sn, sp, keys, pairs, count = g.sn, g.sp, g.keys, g.pairs, g.count
-    zob, prior, lik, lik_zero, n_outcomes, loss, cost = t.zob, t.prior, t.lik, t.lik_zero, t.n_outcomes, t.loss, t.cost
+    zob, lik, n_outcomes, cost = t.zob, t.lik, t.n_outcomes, t.cost
     limits_tol, penalty, flags = t.limits_tol, t.penalty, t.flags
-    class_start, class_states, gated, bound = t.class_start, t.class_states, t.gated, t.bound
     est_prop, est_kind, est_value = f.est_prop, f.est_kind, f.est_value
     ek, ea, eb, es, ec, ech = f.expr_kind, f.expr_a, f.expr_b, f.expr_start, f.expr_count, f.expr_children
-    action_req, obs_req, amen, omen = f.action_req, f.obs_req, f.action_mentions, f.obs_mentions
+    obs_req, omen = f.obs_req, f.obs_mentions
     O, S, Y = lik.shape[0], lik.shape[2], lik.shape[1]
-    D = cost.shape[1]
-    ocb = np.empty(O, dtype=np.int16)
-    elig = np.zeros(O, dtype=np.bool_)
-    path = np.zeros(O + 2, dtype=np.int64)
-    work = np.empty((3, amen.shape[1]), dtype=np.int64)
-    vals = np.zeros((2, ek.shape[0]), dtype=np.bool_)
+    ocb, elig, path, work, vals = w.ocb, w.elig, w.path, w.work, w.vals  # (allocated once: see Scratch)
 
     generated = 0
     next_check = (done // 1000 + 1) * 1000 - done
@@ -793,10 +1149,7 @@ def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f)
                     count[_C_TRANSPOSITIONS] += 1
                 else:
                     n_before = count[_C_NODES]
-                    j = _find_or_create(oc_g, bel_g, spent_g, nf, ni, keys, count, ocb, prior, lik, lik_zero,
-                                        n_outcomes, loss, cost, limits_tol, penalty, flags, class_start, class_states,
-                                        gated, bound, est_prop, est_kind, est_value, ek, ea, eb, es, ec, ech,
-                                        action_req, obs_req, amen, omen)
+                    j = _find_or_create(g, ocb, t, f, w)
                     if count[_C_NODES] > n_before:
                         z[j, 0] = q1  # a new node: its own pairs' hashes
                         z[j, 1] = q2
@@ -1007,8 +1360,8 @@ class BoundedSearch:
     max_bytes : int
         The graph never grows past this size (planning stops as ``memory``, keeping its interval).
     bound : int
-        The tip lower bound: ``BOUND_UNLOCK_STEP`` (the default), or a weaker
-        one (``BOUND_UNLOCK``, ``BOUND_EVPI``) to measure what each prunes.
+        The tip lower bound: ``BOUND_SEPARATION`` (the default), or a weaker
+        one (``BOUND_UNLOCK_STEP``, ``BOUND_UNLOCK``, ``BOUND_EVPI``) to measure what each prunes.
 
     Examples
     --------
@@ -1023,7 +1376,7 @@ class BoundedSearch:
     """
 
     def __init__(self, prior, lik, n_outcomes, loss, cost, limits, penalty, admitted, facts, *,
-                 max_bytes: int = MAX_GRAPH_BYTES, bound: int = 2):
+                 max_bytes: int = MAX_GRAPH_BYTES, bound: int = BOUND_SEPARATION):
         self.prior = np.ascontiguousarray(prior, dtype=np.float64)
         self.lik = np.ascontiguousarray(lik, dtype=np.float64)
         self.n_outcomes = np.ascontiguousarray(n_outcomes, dtype=np.int64)
@@ -1050,6 +1403,18 @@ class BoundedSearch:
         order = np.argsort(cls, kind="stable")
         starts = np.searchsorted(cls[order], np.arange(cls.max() + 2 if S else 1))
         gated = bool((np.asarray(facts.action_req) != NO_EXPR).any())
+        # sep[s, t, o]: o's outcome distribution differs between states s and t (it can tell them apart)
+        if int(bound) >= BOUND_SEPARATION and 2 <= S <= SEP_MAX_STATES:
+            sep = np.ascontiguousarray((self.lik[:, :, :, None] != self.lik[:, :, None, :]).any(axis=1).transpose(1, 2, 0))
+            # rho[s, t, o]: the Bhattacharyya coefficient of o's outcome distributions in s and t
+            rho = np.sqrt(self.lik[:, :, :, None] * self.lik[:, :, None, :]).sum(axis=1).transpose(1, 2, 0)
+            rho = np.ascontiguousarray(np.minimum(rho, 1.0))
+            rho_order = np.ascontiguousarray(np.argsort(rho, axis=2, kind="stable").astype(np.int64))
+        else:
+            sep = np.zeros((1, 1, 1), dtype=np.bool_)
+            rho = np.ones((1, 1, 1))
+            rho_order = np.zeros((1, 1, 1), dtype=np.int64)
+        cost_order = np.ascontiguousarray(np.argsort(self.cost.T, axis=1, kind="stable").astype(np.int64))
         zobrist = np.random.default_rng(ZOBRIST_SEED).integers(1, np.iinfo(np.uint64).max, size=(2, O, Y),
                                                                 dtype=np.uint64, endpoint=True)
         flags = np.stack([self.admitted, mentioned, ~mentioned & (self.lik == 1.0).any(axis=(1, 2)), pure], axis=1)
@@ -1057,7 +1422,11 @@ class BoundedSearch:
                              n_outcomes=self.n_outcomes, loss=self.loss, cost=self.cost, limits_tol=self.limits_tol,
                              penalty=self.penalty, flags=np.ascontiguousarray(flags),
                              class_start=starts.astype(np.int64), class_states=order.astype(np.int64),
-                             zob=zobrist, gated=gated, bound=int(bound))
+                             zob=zobrist, cls_of=cls, sep=sep, rho=rho, rho_order=rho_order,
+                             cost_order=cost_order,
+                             pen_order=np.argsort(self.penalty, kind="stable").astype(np.int64), gated=gated, bound=int(bound))
+        self.scratch = _new_scratch(O, S, self.loss.shape[0], self.cost.shape[1], facts.action_mentions.shape[1],
+                                    facts.expr_kind.shape[0], int(cls.max()) + 1 if S else 1)
         self.clear()
 
     def clear(self) -> None:
@@ -1077,7 +1446,8 @@ class BoundedSearch:
         """The graph index of the node whose pairs (from the prior) are `outcome_of`."""
         ocb = np.ascontiguousarray(outcome_of, dtype=np.int16)
         while True:
-            status, _, i = _search(self.graph, ocb, -1, 0.0, 0.0, 0.0, 0.0, 0, self.tables, self.facts)
+            status, _, i = _search(self.graph, ocb, -1, 0.0, 0.0, 0.0, 0.0, 0, self.tables, self.facts,
+                                   self.scratch)
             if status != _ST_SPACE:
                 return int(i)
             if not self._grow(1, 0, 0):
@@ -1118,7 +1488,7 @@ class BoundedSearch:
             slice_budget = budget - done if deadline is None else min(budget - done, 20_000)
             tie_tol = max(TIE, tol_abs)
             status, added, root = _search(self.graph, ocb, max(0, slice_budget), float(tol_abs), float(tol_rel),
-                                          tie_tol, float(price), done, self.tables, self.facts)
+                                          tie_tol, float(price), done, self.tables, self.facts, self.scratch)
             done += int(added)
             if status == _ST_SPACE:
                 if self._grow(O * Y, O, O * Y):
