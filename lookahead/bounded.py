@@ -383,6 +383,8 @@ class Tables(NamedTuple):
     rho_order: np.ndarray
     cost_order: np.ndarray
     pen_order: np.ndarray
+    pair_id: np.ndarray
+    pair_f: np.ndarray
     gated: bool
     bound: int
 
@@ -394,6 +396,10 @@ BOUND_EVPI, BOUND_UNLOCK, BOUND_UNLOCK_STEP, BOUND_SEPARATION = 0, 1, 2, 3
 #: plus an assignment of support^3); elsewhere the bound is the unlock bound with its step term.
 SEP_MAX_STATES = 64
 SEP_MAX_SUPPORT = 16
+#: The two-state tables of the separation bound (:func:`pair_tables`) are built on domains with at most this
+#: many states, on a grid of :data:`PAIR_GRID` beliefs.
+PAIR_MAX_STATES = 16
+PAIR_GRID = 33
 
 
 class Scratch(NamedTuple):
@@ -741,45 +747,51 @@ def _separation(oc, bel, n, step_cost, k_max, t, w):
                 split = al * _floor_with(loss, unlock, ks, s, cs if cs > step_cost else step_cost) \
                     + be * _floor_with(loss, unlock, ku, u, cu if cu > step_cost else step_cost)
             g = conf if conf < split else split
-            # the budget-aware confusion: at most k_max acquisitions on any path, so the Bhattacharyya
-            # coefficient of the plan's leaf distributions in s and u is at least the product of the k_max
-            # smallest coefficients among the observations both states can reach
-            dl = _INF
-            for a in range(A):
-                xs = unlock[ks, a]
-                xu = unlock[ku, a]
-                if xs == _INF or xu == _INF:
-                    continue
-                if xs < step_cost:
-                    xs = step_cost
-                if xu < step_cost:
-                    xu = step_cost
-                v = loss[a, s] + xs - hs[0, m] + loss[a, u] + xu - hs[0, r]
-                if v < dl:
-                    dl = v
-            if dl > 0.0 and dl < _INF:
-                bc = 1.0
-                taken = 0
-                for q in range(O):
-                    if taken >= k_max:
-                        break
-                    o = t.rho_order[s, u, q]
-                    if t.rho[s, u, o] >= 1.0:
-                        break  # (sorted: the rest tell the two apart no better)
-                    if oc[o] != NOT_TAKEN or obs_cost[ks, o] < 0.0 or obs_cost[ks, o] == _INF \
-                            or obs_cost[ku, o] < 0.0 or obs_cost[ku, o] == _INF:
+            # (where the two-state tables exist they dominate the next two terms, measured: computed only without)
+            if t.pair_id.shape[0] == 1:
+                # the budget-aware confusion: at most k_max acquisitions on any path, so the Bhattacharyya
+                # coefficient of the plan's leaf distributions in s and u is at least the product of the k_max
+                # smallest coefficients among the observations both states can reach
+                dl = _INF
+                for a in range(A):
+                    xs = unlock[ks, a]
+                    xu = unlock[ku, a]
+                    if xs == _INF or xu == _INF:
                         continue
-                    bc *= t.rho[s, u, o]
-                    taken += 1
-                ab = al + be
-                disc = ab * ab - 4.0 * al * be * bc * bc
-                if disc < 0.0:
-                    disc = 0.0
-                err = 0.5 * (ab - np.sqrt(disc))  # the least sum over leaves of min(al P_s, be P_u)
-                x = al * hs[0, m] + be * hs[0, r] + dl * err
-                if x > g or g == _INF:
-                    g = x
-                x = _priced_confusion(oc, s, u, ks, ku, al, be, dl, step_cost, k_max, t, w)
+                    if xs < step_cost:
+                        xs = step_cost
+                    if xu < step_cost:
+                        xu = step_cost
+                    v = loss[a, s] + xs - hs[0, m] + loss[a, u] + xu - hs[0, r]
+                    if v < dl:
+                        dl = v
+                if dl > 0.0 and dl < _INF:
+                    bc = 1.0
+                    taken = 0
+                    for q in range(O):
+                        if taken >= k_max:
+                            break
+                        o = t.rho_order[s, u, q]
+                        if t.rho[s, u, o] >= 1.0:
+                            break  # (sorted: the rest tell the two apart no better)
+                        if oc[o] != NOT_TAKEN or obs_cost[ks, o] < 0.0 or obs_cost[ks, o] == _INF \
+                                or obs_cost[ku, o] < 0.0 or obs_cost[ku, o] == _INF:
+                            continue
+                        bc *= t.rho[s, u, o]
+                        taken += 1
+                    ab = al + be
+                    disc = ab * ab - 4.0 * al * be * bc * bc
+                    if disc < 0.0:
+                        disc = 0.0
+                    err = 0.5 * (ab - np.sqrt(disc))  # the least sum over leaves of min(al P_s, be P_u)
+                    x = al * hs[0, m] + be * hs[0, r] + dl * err
+                    if x > g or g == _INF:
+                        g = x
+                    x = _priced_confusion(oc, s, u, ks, ku, al, be, step_cost, k_max, t, w)
+                    if x > g or g == _INF:
+                        g = x
+            else:
+                x = _pair_relaxation(s, u, al, be, k_max, t)
                 if x > g or g == _INF:
                     g = x
             gain = 0.5 * (g - al * hs[0, m] - be * hs[0, r])
@@ -795,7 +807,7 @@ def _separation(oc, bel, n, step_cost, k_max, t, w):
 
 
 @kernel(nrt=False)
-def _priced_confusion(oc, s, u, ks, ku, al, be, dl, step_cost, k_max, t, w):
+def _priced_confusion(oc, s, u, ks, ku, al, be, step_cost, k_max, t, w):
     """The pair bound that prices information: cheap paths tell s from u apart badly, thorough ones cost.
 
     For j = 0 .. k_max - 1, C_j = the sum of the j + 1 cheapest penalties among the
@@ -866,6 +878,28 @@ def _priced_confusion(oc, s, u, ks, ku, al, be, dl, step_cost, k_max, t, w):
                 m *= rho[s, u, o]
                 break
     return base + best
+
+
+@kernel(nrt=False)
+def _pair_relaxation(s, u, al, be, k_max, t):
+    """``(al + be) F[k_max](lam)`` from :func:`pair_tables`, lam the mass share of min(s, u) (-inf: no table)."""
+    p = t.pair_id[s, u]
+    F = t.pair_f
+    if p < 0:
+        return -_INF
+    k = k_max if k_max < F.shape[1] else F.shape[1] - 1
+    if k <= 0:
+        return -_INF
+    lam = al / (al + be) if s < u else be / (al + be)  # (the tables put the belief on the lower-numbered state)
+    x = lam * (F.shape[2] - 1)
+    i0 = int(x)
+    if i0 >= F.shape[2] - 1:
+        i0 = F.shape[2] - 2
+    fr = x - i0
+    v = F[p, k, i0] * (1.0 - fr) + F[p, k, i0 + 1] * fr
+    if not v < _INF:
+        return -_INF
+    return (al + be) * v
 
 
 @kernel(nrt=False)
@@ -1338,6 +1372,68 @@ class BoundedResult(NamedTuple):
         return self.up - self.lo
 
 
+def pair_tables(lik, loss, penalty, admitted, cost, limits_tol, grid: int = PAIR_GRID):
+    """The two-state relaxations of the separation bound: ``(pair_id[S, S], F[pairs, K + 1, grid])``.
+
+    For states s < t (``pair_id[s, t] = pair_id[t, s]``) and a belief ``lam`` on s
+    against t, ``F[p, k, i]`` (at ``lam = i / (grid - 1)``) is a lower bound on the
+    expected loss, per unit of mass, of any plan for the two-state problem that
+    acquires at least one observation and at most k, when every admitted
+    observation may be acquired any number of times at its penalty, and every
+    action is permitted at no cost. Each of those relaxations only lowers the
+    value, so ``(a + b) F[k](a / (a + b))`` bounds the pair term of any plan from
+    a node with masses a, b that can make at most k acquisitions. The values
+    are computed on the grid by value iteration over k, with the previous
+    iterate read by linear interpolation: a k-step value function is concave
+    in ``lam``, so the interpolation of lower bounds at the grid points is a
+    lower bound between them, and by induction every entry is one
+    (``F[p, 0] = inf``: no plan acquires nothing and something).
+
+    >>> import numpy as np
+    >>> lik = np.array([[[0.9, 0.2], [0.1, 0.8]]])          # one noisy test, two states
+    >>> loss = np.array([[0.0, 10.0], [10.0, 0.0]])         # guess s or guess t
+    >>> pid, F = pair_tables(lik, loss, np.array([0.5]), np.array([True]), np.ones((1, 1)), np.array([np.inf]))
+    >>> bool(np.isinf(F[0, 0, 16])), round(float(F[0, 1, 16]), 3)   # one test, then the better guess
+    (True, 2.0)
+    """
+    O, Y, S = lik.shape
+    K = int(admitted.sum())
+    for d in range(cost.shape[1]):
+        if np.isfinite(limits_tol[d]):
+            c = np.sort(cost[admitted, d])
+            K = min(K, int(np.searchsorted(np.cumsum(c), limits_tol[d], side="right")))
+    lam = np.linspace(0.0, 1.0, grid)
+    pair_id = np.full((S, S), -1, dtype=np.int64)
+    n_pairs = S * (S - 1) // 2
+    F = np.full((n_pairs, K + 1, grid), np.inf)
+    obs = np.flatnonzero(admitted)
+    p = 0
+    for s in range(S):
+        for t in range(s + 1, S):
+            pair_id[s, t] = pair_id[t, s] = p
+            stop = np.min(lam[:, None] * loss[None, :, s] + (1.0 - lam[:, None]) * loss[None, :, t], axis=1)
+            tell = obs[(lik[obs, :, s] != lik[obs, :, t]).any(axis=1)]
+            if tell.size == 0:
+                F[p, 1:] = np.min(penalty[obs]) + stop[None, :] if obs.size else np.inf
+                p += 1
+                continue
+            ps, pt = lik[tell, :, s], lik[tell, :, t]  # (n, Y)
+            py = lam[:, None, None] * ps[None] + (1.0 - lam[:, None, None]) * pt[None]  # (grid, n, Y)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                post = np.where(py > 0.0, lam[:, None, None] * ps[None] / py, 0.0)
+            cheapest_any = np.min(penalty[obs])
+            v = stop
+            for k in range(1, K + 1):
+                cont = penalty[tell][None, :] + (py * np.interp(post, lam, v)).sum(axis=2)  # (grid, n)
+                fk = cont.min(axis=1)
+                # a first observation that tells nothing only costs, then the plan goes on as from here
+                fk = np.minimum(fk, cheapest_any + v)
+                F[p, k] = fk
+                v = np.minimum(stop, fk)
+            p += 1
+    return pair_id, np.ascontiguousarray(F)
+
+
 class BoundedSearch:
     """A search graph for one compiled domain and one set of admitted observations, kept across planning calls.
 
@@ -1415,6 +1511,10 @@ class BoundedSearch:
             rho = np.ones((1, 1, 1))
             rho_order = np.zeros((1, 1, 1), dtype=np.int64)
         cost_order = np.ascontiguousarray(np.argsort(self.cost.T, axis=1, kind="stable").astype(np.int64))
+        if int(bound) >= BOUND_SEPARATION and 2 <= S <= PAIR_MAX_STATES:
+            pair_id, pair_f = pair_tables(self.lik, self.loss, self.penalty, self.admitted, self.cost, self.limits_tol)
+        else:
+            pair_id, pair_f = np.full((1, 1), -1, dtype=np.int64), np.zeros((1, 1, 2))
         zobrist = np.random.default_rng(ZOBRIST_SEED).integers(1, np.iinfo(np.uint64).max, size=(2, O, Y),
                                                                 dtype=np.uint64, endpoint=True)
         flags = np.stack([self.admitted, mentioned, ~mentioned & (self.lik == 1.0).any(axis=(1, 2)), pure], axis=1)
@@ -1424,7 +1524,8 @@ class BoundedSearch:
                              class_start=starts.astype(np.int64), class_states=order.astype(np.int64),
                              zob=zobrist, cls_of=cls, sep=sep, rho=rho, rho_order=rho_order,
                              cost_order=cost_order,
-                             pen_order=np.argsort(self.penalty, kind="stable").astype(np.int64), gated=gated, bound=int(bound))
+                             pen_order=np.argsort(self.penalty, kind="stable").astype(np.int64),
+                             pair_id=pair_id, pair_f=pair_f, gated=gated, bound=int(bound))
         self.scratch = _new_scratch(O, S, self.loss.shape[0], self.cost.shape[1], facts.action_mentions.shape[1],
                                     facts.expr_kind.shape[0], int(cls.max()) + 1 if S else 1)
         self.clear()
