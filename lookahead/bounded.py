@@ -44,7 +44,7 @@ charges what unlocking costs (the gated EVPI, which the older search used, is
 the same bound with every unlock cost 0). ``h_n(s) <= L(a_R, s)`` for the
 action R uses, so ``L_h <= R``.
 
-*The step term* (``BOUND_UNLOCK_STEP``, the default; ``BOUND_UNLOCK``
+*The step term* (``BOUND_UNLOCK_STEP``, and kept under ``BOUND_SEPARATION``; ``BOUND_UNLOCK``
 without it): a plan either stops now, at exactly ``R(n)``, or acquires at
 least one observation and pays at least the cheapest penalty ``c_min`` among
 the candidates at n; in state s such a plan then loses at least ``min_u
@@ -52,6 +52,67 @@ L(u, s) + max(unlock_n(u, s), c_min)`` (the unlocking acquisitions, if any,
 include that first one). So ``V*(n) >= min(R(n), sum_s b(s) min_u [L(u, s) +
 max(unlock_n(u, s), c_min)])``, which is the tip bound used. A node with no
 candidate is worth R exactly.
+
+*The separation bound* (``BOUND_SEPARATION``, the default). For a plan pi
+from n that acquires at least one observation, let ``C(s)`` be its expected
+loss in state s (decision loss plus penalties), so its value is ``sum_s b(s)
+C(s)``, and let ``h(s)`` be the per-state bound of the step term (``C(s) >=
+h(s)``). For two possible states s, t and masses a, c > 0, let ``g_st(a, c)``
+be a lower bound on ``a C(s) + c C(t)`` that holds for every such plan and is
+positively homogeneous in (a, c); set ``G(s, t) = max(0, g_st(b(s), b(t)) -
+b(s) h(s) - b(t) h(t))``. For any permutation sigma of the possible states,
+give half of b(s) to the ordered pair (s, sigma(s)) and half to
+(sigma^-1(s), s) (a fixed point keeps its whole mass): every state's mass is
+split exactly, so by homogeneity ``sum_s b(s) C(s) >= sum_s b(s) h(s) + 1/2
+sum_s G(s, sigma(s))`` (``G(s, s) = 0``). This holds for every sigma, so for the
+best one, which the Hungarian method finds (:func:`_best_assignment`; the
+linear relaxation over doubly stochastic weights has the same optimum, by
+Birkhoff-von Neumann, so nothing is lost to integrality). One observation may
+separate many pairs at once: the halves make each state's mass count once, so
+nothing is charged twice. The tip bound is ``min(R, max(step bound, that))``.
+It is computed at nodes with at most :data:`SEP_MAX_SUPPORT` possible states,
+on domains of at most :data:`SEP_MAX_STATES` states. Each ``g_st`` is the
+largest of:
+
+1. *confusion or separation*: until a plan first acquires an observation
+   whose outcome distribution differs between s and t, its history has the
+   same distribution in both states. So with some probability q, the same in
+   both, it acquires such an observation, paying at least ``reach_s``, the
+   cheapest reach cost in s (penalty plus preconditions, as for unlocking) of
+   one, and otherwise it ends with one action u at a history possible in both,
+   having paid at least ``max(unlock_s(u), unlock_t(u), c_min)``. The value is
+   linear in q, so ``g_st = min(min_u [a L(u, s) + c L(u, t) + (a + c)
+   max(unlock_s(u), unlock_t(u), c_min)], a h'(s) + c h'(t))`` with ``h'(s) =
+   min_u L(u, s) + max(unlock_s(u), c_min, reach_s)``;
+2. *the two-state relaxation* (domains of at most :data:`PAIR_MAX_STATES`
+   states): ``(a + c) F_k(a / (a + c))`` from :func:`pair_tables`, k the most
+   acquisitions any path can still make (:func:`_max_acquisitions`). The plan
+   run in the two-state problem {s, t} (prior a : c, the same likelihoods) is
+   a plan there with value ``(a C(s) + c C(t)) / (a + c)``; letting every
+   admitted observation be acquired again and every action be permitted for
+   free only adds plans, so the relaxed optimum over plans of 1 to k
+   acquisitions, F_k, is a lower bound. This is the term that prices noisy
+   evidence: telling s from t apart with sources of accuracy 0.6-0.95 takes
+   several acquisitions, each paid for;
+3. only where those tables are not built: *budget-aware confusion*. With
+   regret ``d = min_u [L~(u, s) - h(s) + L~(u, t) - h(t)]`` (``L~`` the loss plus
+   the state's unlock and step cost), a leaf l of probabilities P_s(l), P_t(l)
+   loses at least ``a P_s h(s) + c P_t h(t) + d min(a P_s, c P_t)``. Every path
+   makes at most k acquisitions, so the Bhattacharyya coefficient ``B =
+   sum_l sqrt(P_s P_t)`` is at least the product of the k smallest
+   coefficients ``rho_o = sum_y sqrt(lik[o, y, s] lik[o, y, t])`` of the
+   observations both can reach (by induction over the plan: ``B(node) =
+   sum_y sqrt(p_s p_t) B(child) >= rho_o min_y B(child)``), and ``sum_l
+   min(x_l, y_l) >= ((a + c) - sqrt((a + c)^2 - 4 a c B^2)) / 2`` (Cauchy-Schwarz);
+   and *priced confusion* (:func:`_priced_confusion`): cutting the plan
+   where a path's penalties first reach ``C_j``, the sum of the j + 1 cheapest,
+   the cheap part makes at most j acquisitions, so its coefficient is at least
+   ``m_j - W / (2 sqrt(a c))`` (AM-GM on the cut nodes, W the mass of the costly
+   leaves, which pay at least ``C_j``); minimising over W gives the term.
+
+A budget-aware part runs through all of it: k, the number of acquisitions a
+path can still make, is the smallest over the dimensions with a finite limit
+of how many untaken admitted observations fit, cheapest first, in what is left.
 
 *Lower bound after expansion*: ``L(n) = max(L_h(n), min(R(n), min_o Q_L(o)))``
 with ``Q_L(o) = penalty(o) + sum_y P(y) L(n + (o, y))``: the recursion applied
