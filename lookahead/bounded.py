@@ -672,7 +672,7 @@ def _tip_bound(oc, bel, spent, step_cost, permitted, status, t, f, w):
     sep_on = bound >= BOUND_SEPARATION and t.sep.shape[0] > 1
     total = 0.0
     total0 = 0.0
-    n_sup = 0
+    n_sup = np.int64(0)  # (not the literal 0: numba would compile _separation once more for it)
     for k in range(class_start.shape[0] - 1):
         mass = 0.0
         for q in range(class_start[k], class_start[k + 1]):
