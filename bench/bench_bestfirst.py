@@ -156,7 +156,8 @@ def main(argv=None):
     base_tree = Path(tempfile.mkdtemp(prefix="bench-base-"))
     arch = subprocess.run(["git", "archive", args.base], cwd=ROOT, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(base_tree)], input=arch, check=True)
-    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                         text=True).stdout.strip()
     rows = []
     plan = [("node cost", [None], [2, 3]), ("prune", None, [0, 1, 2, 3]), ("certified", [None], [None]),
             ("scale x1", [None], [None]), ("scale x10", [None], [None])]
@@ -168,7 +169,8 @@ def main(argv=None):
             # base and ours alternating, and the per-round ratios
             for rnd in (1, 2, 3):
                 got = {}
-                for label, tree, bounds in ((f"base {args.base}", base_tree, base_bounds), (f"ours {rev}", ROOT, our_bounds)):
+                for label, tree, bounds in ((f"base {args.base}", base_tree, base_bounds),
+                                            (f"ours {rev}", ROOT, our_bounds)):
                     for r in run_child(tree, section, bounds):
                         rows.append({"section": section, "round": rnd, "kernel": label, **r})
                         got[label, r["case"], r["bound"]] = r["us_per_node"]
