@@ -1451,7 +1451,9 @@ def pair_tables(lik, loss, penalty, admitted, cost, limits_tol, grid: int = PAIR
     iterate read by linear interpolation: a k-step value function is concave
     in ``lam``, so the interpolation of lower bounds at the grid points is a
     lower bound between them, and by induction every entry is one
-    (``F[p, 0] = inf``: no plan acquires nothing and something).
+    (``F[p, 0] = inf``: no plan acquires nothing and something). Cost: pairs x K
+    x grid x O x Y, in NumPy, once per search (13-22 ms at 8 states and 32-40
+    observations, up to 94 ms at 16 states; not counted in work units).
 
     >>> import numpy as np
     >>> lik = np.array([[[0.9, 0.2], [0.1, 0.8]]])          # one noisy test, two states
