@@ -458,9 +458,12 @@ BOUND_EVPI, BOUND_UNLOCK, BOUND_UNLOCK_STEP, BOUND_SEPARATION = 0, 1, 2, 3
 SEP_MAX_STATES = 64
 SEP_MAX_SUPPORT = 16
 #: The two-state tables of the separation bound (:func:`pair_tables`) are built on domains with at most this
-#: many states, on a grid of :data:`PAIR_GRID` beliefs.
+#: many states, on a grid of :data:`PAIR_GRID` beliefs (``PAIR_GRID_SMALL`` on domains of at most 8 states:
+#: a finer grid is a tighter bound, measured at the root of 8 x 32: 33 points 2.575, 129 points 2.609,
+#: 1,025 points 2.633; the tables' cost grows with the grid and the number of pairs).
 PAIR_MAX_STATES = 16
 PAIR_GRID = 33
+PAIR_GRID_SMALL = 129
 
 
 class Scratch(NamedTuple):
@@ -1453,7 +1456,8 @@ def pair_tables(lik, loss, penalty, admitted, cost, limits_tol, grid: int = PAIR
     lower bound between them, and by induction every entry is one
     (``F[p, 0] = inf``: no plan acquires nothing and something). Cost: pairs x K
     x grid x O x Y, in NumPy, once per search (13-22 ms at 8 states and 32-40
-    observations, up to 94 ms at 16 states; not counted in work units).
+    observations with 33 points, 80-90 ms with 129, up to 94 ms at 16 states with 33; not counted in
+    work units).
 
     >>> import numpy as np
     >>> lik = np.array([[[0.9, 0.2], [0.1, 0.8]]])          # one noisy test, two states
@@ -1579,7 +1583,8 @@ class BoundedSearch:
             rho_order = np.zeros((1, 1, 1), dtype=np.int64)
         cost_order = np.ascontiguousarray(np.argsort(self.cost.T, axis=1, kind="stable").astype(np.int64))
         if int(bound) >= BOUND_SEPARATION and 2 <= S <= PAIR_MAX_STATES:
-            pair_id, pair_f = pair_tables(self.lik, self.loss, self.penalty, self.admitted, self.cost, self.limits_tol)
+            pair_id, pair_f = pair_tables(self.lik, self.loss, self.penalty, self.admitted, self.cost, self.limits_tol,
+                                          grid=PAIR_GRID_SMALL if S <= 8 else PAIR_GRID)
         else:
             pair_id, pair_f = np.full((1, 1), -1, dtype=np.int64), np.zeros((1, 1, 2))
         zobrist = np.random.default_rng(ZOBRIST_SEED).integers(1, np.iinfo(np.uint64).max, size=(2, O, Y),
