@@ -11,6 +11,7 @@ from numpy.testing import assert_allclose
 import planner
 from lookahead.bounded import (
     BOUND_EVPI,
+    BOUND_SEPARATION,
     BOUND_UNLOCK,
     BOUND_UNLOCK_STEP,
     BUDGET,
@@ -87,7 +88,75 @@ def test_a_spent_budget_leaves_an_interval_that_contains_the_optimum(raw, budget
     assert_allclose(r2.up, v, rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("bound", [BOUND_EVPI, BOUND_UNLOCK, BOUND_UNLOCK_STEP])
+@settings(max_examples=60, deadline=None)
+@given(raw=domain_dicts(max_observations=5, rich_preconditions=True), entitled=st.booleans(),
+       budget=st.sampled_from([10, 60, 10**9]))
+def test_every_tip_bound_is_at_most_the_exact_value_at_every_node_it_reaches(raw, entitled, budget):
+    """Admissibility, bound by bound: ``L_h(n) <= V*(n)`` at the root and at every node generated.
+
+    The random domains have gates, AND/OR preconditions, calls and latency limits, and
+    sources whose outcome is certain (no-op tools); a budget-bound search stops at random
+    frontiers. The separation bound keeps the max with the step bound, so it is never weaker.
+    """
+    s = planner.Session(planner.Domain.from_dict(raw),
+                        caller=planner.Caller(entitlements=["secret.read"] if entitled else []))
+    exact = {}
+    lh = {}
+    for bound in (BOUND_EVPI, BOUND_UNLOCK, BOUND_UNLOCK_STEP, BOUND_SEPARATION):
+        bs = _search(s, bound=bound)
+        r = bs.plan(s.node.outcome_of, budget=budget, tol_abs=0.0, tol_rel=0.0)
+        g = bs.graph
+        for i in range(int(g.count[0])):
+            key = tuple(int(y) for y in g.oc[i])
+            if key not in exact:
+                exact[key] = _v_star(_node_of(s, g.oc[i]))
+            v = exact[key]
+            assert g.lh[i] <= v + 1e-9, (bound, key, g.lh[i], v)
+            assert g.lo[i] <= v + 1e-9 <= g.up[i] + 2e-9
+            lh[bound, key] = g.lh[i]
+        v = exact[tuple(int(y) for y in s.node.outcome_of)]
+        assert r.lo <= v + 1e-9 <= r.up + 2e-9  # the root interval contains the optimum
+        if r.stopped == CERTIFIED:
+            assert_allclose(r.up, v, rtol=0, atol=1e-9)
+    for (bound, key), x in lh.items():
+        if bound == BOUND_SEPARATION and (BOUND_UNLOCK_STEP, key) in lh:
+            assert x >= lh[BOUND_UNLOCK_STEP, key] - 1e-12
+
+
+def test_the_separation_bound_is_tighter_where_states_need_telling_apart():
+    """On a generated 8-state domain the separation bound lies strictly above the step bound, below V*."""
+    from planner.generators import benchmark_domain
+
+    s = planner.Session(planner.Domain.from_dict(benchmark_domain(7, 8, seed=1)))
+    step = _search(s, bound=BOUND_UNLOCK_STEP)
+    sep = _search(s, bound=BOUND_SEPARATION)
+    a, b = step.node(s.node.outcome_of), sep.node(s.node.outcome_of)
+    v = _v_star(s.node)
+    assert step.graph.lh[a] < sep.graph.lh[b] <= v + 1e-9
+    r_step = step.plan(s.node.outcome_of, budget=10**9, tol_abs=0.0, tol_rel=0.0)
+    r_sep = sep.plan(s.node.outcome_of, budget=10**9, tol_abs=0.0, tol_rel=0.0)
+    assert r_step.up == pytest.approx(v, abs=1e-9) and r_sep.up == pytest.approx(v, abs=1e-9)
+
+
+def test_the_assignment_is_the_best_permutation():
+    """The Hungarian step against brute force over every permutation of small random gain matrices."""
+    import itertools
+
+    from lookahead import bounded as B
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 5):
+        for _ in range(20):
+            gm = np.zeros((7, 7))
+            gm[:n, :n] = np.round(rng.random((n, n)) * 4, 1) * (rng.random((n, n)) < 0.7)
+            gm[:n, :n] = (gm[:n, :n] + gm[:n, :n].T) / 2
+            np.fill_diagonal(gm, 0.0)
+            want = max(sum(gm[i, p[i]] for i in range(n)) for p in itertools.permutations(range(n)))
+            got = B._best_assignment(gm, n, np.zeros((3, 7)), np.zeros((2, 7), dtype=np.int64), np.zeros(7, bool))
+            assert got == pytest.approx(want, abs=1e-12)
+
+
+@pytest.mark.parametrize("bound", [BOUND_EVPI, BOUND_UNLOCK, BOUND_UNLOCK_STEP, BOUND_SEPARATION])
 def test_every_bound_is_admissible_and_the_stronger_ones_prune_at_least_as_much_here(bound, kyc):
     s = planner.Session(kyc)
     r = _search(s, bound=bound).plan(s.node.outcome_of, budget=10**9, tol_abs=0.0, tol_rel=0.0)
