@@ -79,9 +79,20 @@ In process: CPU time (``time.process_time``) of one solve, best of ``--repeats``
 running this script with ``--one SOLVER`` (imports, reading the inputs, building
 and compiling the domain, numba loading its on-disk cache, one solve), its CPU
 time (user + system, from ``getrusage(RUSAGE_CHILDREN)``), best of ``--repeats``
-after one warm-up process that fills numba's cache. The machine is shared, so
+after one warm-up process that fills numba's cache (a timed process that had
+to compile is an error: it would time the compiler). The machine is shared, so
 only ratios measured moments apart in one run are reported as results; the
 wall times are in the CSV.
+
+The script measures the planner of the tree it lives in (it puts that tree
+first on ``sys.path``, whatever an editable install points at), and so do its
+child processes. ``--versus DIR`` times another checkout's kernels (``DIR``
+first on the path of its children, e.g. ``/work/main``) against this tree's,
+side by side: each tree's solver in its own child process, its first solve
+reported apart, then each repeat on a freshly built domain and root with no
+cached keys (nothing reused that a fresh call would not have), and whole
+processes of the two trees alternately; ``--name`` names the output files,
+so a subset never overwrites the full table.
 """
 
 from __future__ import annotations
