@@ -482,6 +482,34 @@ def _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, lim
 # the facts at a node
 
 
+@kernel(inline="always")
+def _probs_into(bel, lev, supp, ns, lik, o, n_y, neutral, check, probs, isnoop):
+    """P(y | node, o) for y < `n_y` into ``probs[lev]`` (sums over the support ``supp[lev, :ns]``), and
+    into ``isnoop[lev]`` whether `o` is a no-op at the node (module docstring, "No-op observations";
+    False unless `check`): over the states of nonzero belief each outcome's likelihood is one number,
+    and no outcome of nonzero probability changes a fact (``neutral``). Written without an early exit
+    and returning nothing, as the helpers in :mod:`lookahead.core` are, so inlined it counts no reference.
+    """
+    noop = check and ns > 0
+    for y in range(n_y):
+        pr = 0.0
+        l0 = -1.0  # the likelihood in the first state of nonzero belief (-1: none yet)
+        same = True
+        for i in range(ns):
+            s = supp[lev, i]
+            ls = lik[o, y, s]
+            pr += bel[lev, s] * ls
+            if bel[lev, s] != 0.0:  # (without the support index, zeros are in the loop)
+                if l0 < 0.0:
+                    l0 = ls
+                elif ls != l0:
+                    same = False
+        probs[lev, y] = pr
+        if not same or l0 < 0.0 or (pr > 0.0 and not neutral[o, y]):
+            noop = False
+    isnoop[lev] = noop
+
+
 @kernel
 def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob,
             depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab, bufs, merge, mentioned,
@@ -495,7 +523,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     """
     (bel, sp, h, risk, minq, best_v, best_o, cur_o, cur_y, acc, tc, probs, elig, bound, path_o, path_y, order,
      sorted_o, sorted_y, pre, leaf_bel, work, vals, can, flags, leaf_work, leaf_vals, oc, expected, mkey, belu, spu,
-     need, supp, nsup, mins) = bufs
+     need, supp, nsup, mins, isnoop) = bufs
     est_prop, est_kind, est_value = facts.est_prop, facts.est_kind, facts.est_value
     ek, ea, eb = facts.expr_kind, facts.expr_a, facts.expr_b
     es, ec, ech = facts.expr_start, facts.expr_count, facts.expr_children
@@ -674,24 +702,10 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                             continue
                         while j < n and sorted_o[j] < o:
                             j += 1
-                        noop = skip_noops and lev > 0 and ns > 0
-                        for y in range(n_outcomes[o]):  # outcome_probs(bel[lev], lik[o], ...)
-                            pr = 0.0
-                            l0 = -1.0  # the likelihood in the first state of nonzero belief (-1: none yet)
-                            same = True
-                            for i in range(ns):
-                                s = supp[lev, i]
-                                ls = lik[o, y, s]
-                                pr += bel[lev, s] * ls
-                                if bel[lev, s] != 0.0:  # (without the support index, zeros are in the loop)
-                                    if l0 < 0.0:
-                                        l0 = ls
-                                    elif ls != l0:
-                                        same = False
-                            probs[lev, y] = pr
-                            if not same or l0 < 0.0 or (pr > 0.0 and not neutral[o, y]):
-                                noop = False
-                        if noop:  # a pure cost (module docstring, "No-op observations")
+                        # outcome_probs(bel[lev], lik[o], ...), and the no-op test
+                        _probs_into(bel, lev, supp, ns, lik, o, n_outcomes[o], neutral, skip_noops and lev > 0,
+                                    probs, isnoop)
+                        if isnoop[lev]:  # a pure cost (module docstring, "No-op observations")
                             noops += 1
                             continue
                         ex = 0.0
@@ -814,24 +828,10 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         o += 1
                     if o >= O:
                         break
-                    noop = skip_noops and lev > 0 and ns > 0
-                    for yy in range(n_outcomes[o]):  # outcome_probs(bel[lev], lik[o], ...)
-                        pr = 0.0
-                        l0 = -1.0  # the likelihood in the first state of nonzero belief (-1: none yet)
-                        same = True
-                        for i in range(ns):
-                            s = supp[lev, i]
-                            ls = lik[o, yy, s]
-                            pr += bel[lev, s] * ls
-                            if bel[lev, s] != 0.0:  # (without the support index, zeros are in the loop)
-                                if l0 < 0.0:
-                                    l0 = ls
-                                elif ls != l0:
-                                    same = False
-                        probs[lev, yy] = pr
-                        if not same or l0 < 0.0 or (pr > 0.0 and not neutral[o, yy]):
-                            noop = False
-                    if not noop:
+                    # outcome_probs(bel[lev], lik[o], ...), and the no-op test
+                    _probs_into(bel, lev, supp, ns, lik, o, n_outcomes[o], neutral, skip_noops and lev > 0, probs,
+                                isnoop)
+                    if not isnoop[lev]:
                         break
                     noops += 1  # a pure cost (module docstring, "No-op observations")
                     o += 1
@@ -978,6 +978,7 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     supp = np.empty((L, S), dtype=INT)  # supp[lev, :nsup[lev]]: the states a node's sums run over, in index order
     nsup = np.zeros(L, dtype=INT)
     mins = np.empty(S, dtype=FLOAT)
+    isnoop = np.zeros(L, dtype=np.bool_)
     ns = 0
     for s in range(S):
         bel[0, s] = belief[s]
@@ -991,7 +992,7 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
         elig[0, o] = root_mask[o]
     bufs = (bel, sp, h, risk, minq, best_v, best_o, cur_o, cur_y, acc, tc, probs, elig, bound, path_o, path_y, order,
             sorted_o, sorted_y, pre, leaf_bel, work, vals, can, flags, leaf_work, leaf_vals, oc, expected, mkey, belu,
-            spu, need, supp, nsup, mins)
+            spu, need, supp, nsup, mins, isnoop)
     # (o, y) pairs that change no fact: they establish no value and no "o returned y" expression names them
     neutral = np.ones((O, Y), dtype=np.bool_)
     for o in range(O):
