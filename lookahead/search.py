@@ -96,10 +96,13 @@ signed zero to a running sum that starts at +0.0 changes no bit: the search
 gives the same bits with the index or without it (tested). Where outcomes
 are exact (the STreeD suite: each outcome of a test rules out half the
 states) a node a few tests down sums over a few states instead of 4,096.
-The rule (``support=None``): on where some declared outcome is impossible in
-some state (:func:`has_exact_outcomes`) or the root belief has zeros, off
-otherwise, where every belief keeps every state and the index would only
-add an indirection; ``support=False`` indexes every state.
+The rule (``support=None``): on where an outcome keeps at most 3/4 of the
+states on average (:func:`kept_share`: 1/2 for exact binary tests, 1 for
+noisy sources) or at least half the root belief is zero; off otherwise,
+where beliefs keep most of their states and the index and the no-op test
+below cost 10-30% of a node (measured side by side on ``benchmark_domain``
+with 8-32 states, whose outcomes keep every state). ``support=False`` sums over every state in
+index order, with no index at all.
 
 No-op observations
 ------------------
@@ -412,7 +415,7 @@ def _mix64(h, x):
 
 @kernel(inline="always")
 def _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, limits_tol, est_prop, est_value,
-               mentioned, work, need, supp, ns):
+               mentioned, work, need, supp, ns, support):
     """The equivalence key of the node at row `lev` of ``bel``/``sp`` (``belu``, ``spu``: their uint64 views).
 
     It hashes what the node's future depends on (the module docstring, "Merging"): the canonical
@@ -420,14 +423,15 @@ def _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, lim
     every observation an expression mentions, the observations that still *matter* (untaken,
     admitted, affordable, and not a no-op: an outcome certain under the belief that establishes
     nothing), and the spend on every dimension where the ones that matter could still exceed a limit.
-    States outside the node's support index (``supp[lev, :ns]``) have belief 0 and are not read.
+    States outside the node's support index (``supp[lev, :ns]``; without `support`, every state) have belief 0
+    and are not read.
     """
     O = oc.shape[0]
     D = sp.shape[1]
     P = work.shape[1]
     h = KEY(0x243F6A8885A308D3)
     for i in range(ns):  # the support and its values (zeros are skipped: exact outcomes leave many)
-        s = supp[lev, i]
+        s = supp[lev, i] if support else i
         if bel[lev, s] != 0.0:
             h = _mix64(h, KEY(s))
             h = _mix64(h, belu[lev, s])
@@ -451,7 +455,7 @@ def _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, lim
             # certain outcome: one outcome of probability 1 in every state of the support, the same one
             first = -1
             for i in range(ns):
-                s = supp[lev, i]
+                s = supp[lev, i] if support else i
                 if bel[lev, s] == 0.0:
                     continue
                 ys = -1
@@ -483,30 +487,38 @@ def _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, lim
 
 
 @kernel(inline="always")
-def _probs_into(bel, lev, supp, ns, lik, o, n_y, neutral, check, probs, isnoop):
+def _probs_into(bel, lev, supp, ns, support, lik, o, n_y, neutral, check, probs, isnoop):
     """P(y | node, o) for y < `n_y` into ``probs[lev]`` (sums over the support ``supp[lev, :ns]``), and
     into ``isnoop[lev]`` whether `o` is a no-op at the node (module docstring, "No-op observations";
     False unless `check`): over the states of nonzero belief each outcome's likelihood is one number,
-    and no outcome of nonzero probability changes a fact (``neutral``). Written without an early exit
+    and no outcome of nonzero probability changes a fact (``neutral``). Without `support` the states are
+    ``0 .. ns - 1`` (``supp`` is not read: a dense node pays no indirection). Written without an early exit
     and returning nothing, as the helpers in :mod:`lookahead.core` are, so inlined it counts no reference.
     """
-    noop = check and ns > 0
     for y in range(n_y):
         pr = 0.0
-        l0 = -1.0  # the likelihood in the first state of nonzero belief (-1: none yet)
-        same = True
         for i in range(ns):
-            s = supp[lev, i]
-            ls = lik[o, y, s]
-            pr += bel[lev, s] * ls
+            s = supp[lev, i] if support else i
+            pr += bel[lev, s] * lik[o, y, s]
+        probs[lev, y] = pr
+    # the test apart, stopping at the first state that differs (most candidates differ at once: a while,
+    # not a break, so that reference-count pruning still holds)
+    noop = check and ns > 0
+    y = 0
+    while noop and y < n_y:
+        l0 = -1.0  # the likelihood in the first state of nonzero belief (-1: none yet)
+        i = 0
+        while noop and i < ns:
+            s = supp[lev, i] if support else i
             if bel[lev, s] != 0.0:  # (without the support index, zeros are in the loop)
                 if l0 < 0.0:
-                    l0 = ls
-                elif ls != l0:
-                    same = False
-        probs[lev, y] = pr
-        if not same or l0 < 0.0 or (pr > 0.0 and not neutral[o, y]):
+                    l0 = lik[o, y, s]
+                elif lik[o, y, s] != l0:
+                    noop = False
+            i += 1
+        if l0 < 0.0 or (probs[lev, y] > 0.0 and not neutral[o, y]):
             noop = False
+        y += 1
     isnoop[lev] = noop
 
 
@@ -582,7 +594,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                 z = 0.0
                 ns = 0
                 for i in range(nsup[lev - 1]):
-                    s = supp[lev - 1, i]
+                    s = supp[lev - 1, i] if support else i
                     x = belief[s]
                     pre[0, s] = x
                     for k in range(n):
@@ -590,13 +602,15 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         pre[k + 1, s] = x
                     bel[lev, s] = x
                     z += x
-                    if x != 0.0 or not support:
+                    if support and x != 0.0:
                         supp[lev, ns] = s
                         ns += 1
+                if not support:  # every state, in index order (``supp`` is not read)
+                    ns = S
                 nsup[lev] = ns
                 if z > 0.0:
                     for i in range(ns):
-                        bel[lev, supp[lev, i]] /= z
+                        bel[lev, supp[lev, i] if support else i] /= z
                 for d in range(D):
                     x = spent[d]
                     for k in range(n):
@@ -612,7 +626,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
             hit = False
             if merge and r >= 1:
                 mkey[lev] = _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, limits_tol,
-                                       est_prop, est_value, mentioned, work, need, supp, ns)
+                                       est_prop, est_value, mentioned, work, need, supp, ns, support)
                 if lev > 0:
                     slot = _find(nodes_tab, _slot_key(mkey[lev] ^ depth_key[r]))
                     if slot >= 0:  # an equivalent node reached by another set of pairs
@@ -631,7 +645,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         continue
                     x = 0.0
                     for i in range(ns):
-                        s = supp[lev, i]
+                        s = supp[lev, i] if support else i
                         x += bel[lev, s] * loss[a, s]
                     if x < rk - tie:
                         rk = x
@@ -653,7 +667,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                                flags)
                         total = 0.0
                         for i in range(ns):
-                            s = supp[lev, i]
+                            s = supp[lev, i] if support else i
                             m = np.inf
                             for a in range(A):
                                 if flags[1, a] and loss[a, s] < m:
@@ -661,14 +675,14 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                             mins[s] = m
                             total += bel[lev, s] * m
                         bound[lev] = rk - total
-                        if skip_certain:
+                        if skip_certain and bound[lev] <= PRUNE_MARGIN:  # (EVPI > 0: not certain; a cheap test first)
                             # a certain node (module docstring): a permitted action is a least-loss reachable
                             # action in every state of the support, so V = R exactly
                             for a in range(A):
                                 if flags[0, a]:
                                     dom = True
                                     for i in range(ns):
-                                        s = supp[lev, i]
+                                        s = supp[lev, i] if support else i
                                         if bel[lev, s] != 0.0 and loss[a, s] > mins[s]:
                                             dom = False
                                             break
@@ -703,7 +717,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         while j < n and sorted_o[j] < o:
                             j += 1
                         # outcome_probs(bel[lev], lik[o], ...), and the no-op test
-                        _probs_into(bel, lev, supp, ns, lik, o, n_outcomes[o], neutral, skip_noops and lev > 0,
+                        _probs_into(bel, lev, supp, ns, support, lik, o, n_outcomes[o], neutral, skip_noops and lev > 0,
                                     probs, isnoop)
                         if isnoop[lev]:  # a pure cost (module docstring, "No-op observations")
                             noops += 1
@@ -731,7 +745,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                             # R at the leaf: its canonical belief ...
                             z = 0.0
                             for i in range(ns):
-                                s = supp[lev, i]
+                                s = supp[lev, i] if support else i
                                 x = pre[j, s] * lik[o, y, s]
                                 for k in range(j, n):
                                     x *= lik[sorted_o[k], sorted_y[k], s]
@@ -739,7 +753,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                                 z += x
                             if z > 0.0:
                                 for i in range(ns):
-                                    leaf_bel[supp[lev, i]] /= z
+                                    leaf_bel[supp[lev, i] if support else i] /= z
                             # ... its facts, unless (o, y) changes none ...
                             own = neutral[o, y]
                             if not own:
@@ -758,7 +772,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                                     continue
                                 x = 0.0
                                 for i in range(ns):
-                                    s = supp[lev, i]
+                                    s = supp[lev, i] if support else i
                                     x += leaf_bel[s] * loss[a, s]
                                 if x < lr - tie:
                                     lr = x
@@ -829,7 +843,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                     if o >= O:
                         break
                     # outcome_probs(bel[lev], lik[o], ...), and the no-op test
-                    _probs_into(bel, lev, supp, ns, lik, o, n_outcomes[o], neutral, skip_noops and lev > 0, probs,
+                    _probs_into(bel, lev, supp, ns, support, lik, o, n_outcomes[o], neutral, skip_noops and lev > 0, probs,
                                 isnoop)
                     if not isnoop[lev]:
                         break
@@ -1064,12 +1078,14 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     support : bool, optional
         Run every sum over states over the node's support only (module
         docstring, "Sums over the support"; the same bits either way). None
-        (the default): on where some declared outcome is impossible in some
-        state or the root belief has zeros, off otherwise (there every
-        belief keeps all its states and the index only adds an indirection).
+        (the default): on where an outcome keeps at most 3/4 of the states
+        on average (:func:`kept_share`) or at least half the root belief is
+        zero; off otherwise.
     skip_noops : bool
         With `prune`, skip pure-cost observations below the root (module
         docstring, "No-op observations"); counted in ``SearchResult.noops``.
+        Run where the support index is on by that rule, or where some
+        observation's likelihoods are the same in every state.
     certain : bool
         With `prune`, return a certain node's risk without expanding it
         (module docstring, "Certain nodes"); counted in ``SearchResult.certain``.
@@ -1109,11 +1125,15 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     exact = has_exact_outcomes(lik, n_outcomes)
     if merge is None:
         merge = exact
+    # beliefs shrink where most observations rule states out (or the root has already lost most of its
+    # states); elsewhere the index and the no-op test cost 10-30% of a node and rarely pay (module docstring)
+    sparse = kept_share(lik, n_outcomes) <= 0.75 or float(np.mean(np.asarray(belief) == 0.0)) >= 0.5
     if support is None:
-        support = exact or bool((np.asarray(belief) == 0.0).any())
+        support = sparse
     # both shortcuts rest on every penalty being >= 0 (the loader refuses negative costs and weights; a
     # domain built another way is searched without them rather than trusted)
     nonneg = bool((np.asarray(penalty) >= 0.0).all())
+    skip_noops = skip_noops and (sparse or _constant_somewhere(lik, n_outcomes))
     limits_tol = np.asarray(limits, dtype=FLOAT) + BUDGET_TOL
     out = _expectimax(
         np.ascontiguousarray(belief, dtype=FLOAT), np.ascontiguousarray(outcome_of, dtype=INT),
@@ -1131,6 +1151,40 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
                         capacity=int(stats[_ST_CAPACITY]), pruned=int(stats[_ST_PRUNED]), tree_nodes=float(tree),
                         table=(node_tab, leaf_tab), zobrist=zob, depth_keys=dk, merged=int(stats[_ST_MERGED]),
                         noops=int(stats[_ST_NOOPS]), certain=int(stats[_ST_CERTAIN]))
+
+
+def _constant_somewhere(lik, n_outcomes) -> bool:
+    """Whether some observation has, for every declared outcome, one likelihood in every state.
+
+    >>> _constant_somewhere(np.array([[[1.0, 1.0], [0.0, 0.0]], [[0.9, 0.2], [0.1, 0.8]]]), np.array([2, 2]))
+    True
+    """
+    lik = np.asarray(lik)
+    for o in range(lik.shape[0]):
+        rows = lik[o, : int(n_outcomes[o])]
+        if (rows == rows[:, :1]).all():
+            return True
+    return False
+
+
+def kept_share(lik, n_outcomes) -> float:
+    """How much of a belief an outcome keeps, on average: over observations, the mean over outcomes possible in
+    some state of the share of states where the outcome is possible (1 with no observation).
+
+    1 where every outcome is possible in every state (noisy sources, and outcome slots impossible everywhere,
+    such as a failure that cannot happen, count for nothing); 1/2 for exact binary tests.
+
+    >>> kept_share(np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.9, 0.2], [0.1, 0.8]]]), np.array([2, 2]))
+    0.75
+    """
+    lik = np.asarray(lik)
+    shares = []
+    for o in range(lik.shape[0]):
+        rows = lik[o, : int(n_outcomes[o])] > 0.0
+        rows = rows[rows.any(axis=1)]
+        if rows.size:
+            shares.append(float(rows.mean()))
+    return float(np.mean(shares)) if shares else 1.0
 
 
 def has_exact_outcomes(lik, n_outcomes) -> bool:
