@@ -124,6 +124,8 @@ LEVELS = ("low", "middle", "high")
 LEVELS_RUN = ("middle", "high")
 #: Depths compared; None: unlimited.
 DEPTHS = (1, 2, 3, 4, None)
+#: The kernel modules the solvers run, switched to the compiled tier by name (see :func:`ours_solve`).
+KERNEL_MODULES = ("lookahead.core", "lookahead.search", "lookahead.bounded")
 #: The joint-state budget of the mapping (see the module docstring).
 MAX_STATES = 4096
 #: The pystreed commit the vendored inputs were read from (set by --extract).
@@ -283,7 +285,10 @@ def ours_solve(c, n, depth, *, stats=None):
     """The planner's value at the root: ``lookahead:depth`` (expectimax), or BoundedSearch when depth is None."""
     from lookahead.jit import ensure_compiled
 
-    ensure_compiled()  # the compiled tier (a policy would choose it too: these searches are large)
+    # the compiled tier (a policy would choose it too: these searches are large), named module by module:
+    # ensure_compiled() alone switches only the modules imported so far, and where `import planner` is lazy
+    # lookahead.bounded is not among them, so the unlimited search ran in the Python tier (40x slower)
+    ensure_compiled(KERNEL_MODULES)
     if depth is None:
         from lookahead.bounded import CERTIFIED
 
@@ -549,7 +554,7 @@ def full_lookahead(c, n):
     from lookahead.jit import ensure_compiled
     from lookahead.search import SearchCapExceeded, expectimax
 
-    ensure_compiled()
+    ensure_compiled(KERNEL_MODULES)
     depth = len(c.obs_names)
     t0 = time.process_time()
     try:
