@@ -79,9 +79,20 @@ In process: CPU time (``time.process_time``) of one solve, best of ``--repeats``
 running this script with ``--one SOLVER`` (imports, reading the inputs, building
 and compiling the domain, numba loading its on-disk cache, one solve), its CPU
 time (user + system, from ``getrusage(RUSAGE_CHILDREN)``), best of ``--repeats``
-after one warm-up process that fills numba's cache. The machine is shared, so
+after one warm-up process that fills numba's cache (a timed process that had
+to compile is an error: it would time the compiler). The machine is shared, so
 only ratios measured moments apart in one run are reported as results; the
 wall times are in the CSV.
+
+The script measures the planner of the tree it lives in (it puts that tree
+first on ``sys.path``, whatever an editable install points at), and so do its
+child processes. ``--versus DIR`` times another checkout's kernels (``DIR``
+first on the path of its children, e.g. ``/work/main``) against this tree's,
+side by side: each tree's solver in its own child process, its first solve
+reported apart, then each repeat on a freshly built domain and root with no
+cached keys (nothing reused that a fresh call would not have), and whole
+processes of the two trees alternately; ``--name`` names the output files,
+so a subset never overwrites the full table.
 """
 
 from __future__ import annotations
@@ -113,6 +124,8 @@ LEVELS = ("low", "middle", "high")
 LEVELS_RUN = ("middle", "high")
 #: Depths compared; None: unlimited.
 DEPTHS = (1, 2, 3, 4, None)
+#: The kernel modules the solvers run, switched to the compiled tier by name (see :func:`ours_solve`).
+KERNEL_MODULES = ("lookahead.core", "lookahead.search", "lookahead.bounded")
 #: The joint-state budget of the mapping (see the module docstring).
 MAX_STATES = 4096
 #: The pystreed commit the vendored inputs were read from (set by --extract).
@@ -272,7 +285,10 @@ def ours_solve(c, n, depth, *, stats=None):
     """The planner's value at the root: ``lookahead:depth`` (expectimax), or BoundedSearch when depth is None."""
     from lookahead.jit import ensure_compiled
 
-    ensure_compiled()  # the compiled tier (a policy would choose it too: these searches are large)
+    # the compiled tier (a policy would choose it too: these searches are large), named module by module:
+    # ensure_compiled() alone switches only the modules imported so far, and where `import planner` is lazy
+    # lookahead.bounded is not among them, so the unlimited search ran in the Python tier (40x slower)
+    ensure_compiled(KERNEL_MODULES)
     if depth is None:
         from lookahead.bounded import CERTIFIED
 
@@ -295,7 +311,8 @@ def ours_solve(c, n, depth, *, stats=None):
                      c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values, prune=True,
                      max_nodes=50_000_000)
     if stats is not None:
-        stats.update(nodes=res.nodes, hits=res.hits)
+        stats.update(nodes=res.nodes, hits=res.hits, noops=getattr(res, "noops", ""),
+                     certain=getattr(res, "certain", ""))
     return res.value
 
 
@@ -419,24 +436,81 @@ def best_cpu(fn, repeats):
     return out, min(cpu), min(wall)
 
 
-def whole_process(solver, name, level, depth, repeats):
-    """``(value, best CPU seconds, best wall seconds)`` of a fresh process solving once (after a warm-up process)."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--one", solver, "--dataset", name, "--level", level,
-           "--depth", "inf" if depth is None else str(depth)]
+def _child(args, code=None):
+    """``(last stdout line as JSON, CPU seconds, wall seconds, stderr)`` of this script run as a child on `code`."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--code", str(code or ROOT)] + list(args)
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    w0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    w = time.perf_counter() - w0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{p.stderr}")
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    return out, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), w, p.stderr
+
+
+def _compiled_in(stderr) -> bool:
+    """Did the child compile kernels (rather than load them from numba's cache)? The planner says so on stderr."""
+    return "compiling search kernels" in stderr
+
+
+def whole_process(solver, name, level, depth, repeats, code=None):
+    """``(value, best CPU seconds, best wall seconds)`` of a fresh process solving once (after a warm-up process).
+
+    A timed process that had to compile kernels (numba's cache was stale: a source file changed since the
+    warm-up) is an error, not a figure: it would time the compiler.
+    """
+    args = ["--one", solver, "--dataset", name, "--level", level, "--depth", "inf" if depth is None else str(depth)]
     cpu, wall, value = [], [], None
     for i in range(repeats + 1):
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        w0 = time.perf_counter()
-        p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-        w = time.perf_counter() - w0
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if p.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{p.stderr}")
-        value = json.loads(p.stdout.strip().splitlines()[-1])["value"]
+        out, c, w, err = _child(args, code)
+        value = out["value"]
         if i > 0:
-            cpu.append((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
+            if _compiled_in(err):
+                raise RuntimeError(f"{solver} {name} {level} {depth}: a timed process compiled kernels")
+            cpu.append(c)
             wall.append(w)
     return value, min(cpu), min(wall)
+
+
+def _fresh_state():
+    """Drop what a solve leaves cached in the process (the Zobrist keys), so every timed solve starts as a fresh one."""
+    from lookahead import search
+
+    clear = getattr(search.zobrist_keys, "cache_clear", None)
+    if clear is not None:
+        clear()
+
+
+def time_in_process(name, level, depth, repeats) -> dict:
+    """The body of a ``--time`` child: ours in process, honestly.
+
+    The first solve of the process (numba loading its cache included) is reported apart; then each of
+    `repeats` solves gets a freshly built domain and root (outside the timing) and no cached keys, so
+    nothing a previous solve computed is reused. Returns the value, the first solve's CPU ms, the best
+    and median of the repeats, the search's counts and the file the kernels came from.
+    """
+    import lookahead.search
+
+    ds = load_case(name, level)
+    c, n = ours_setup(ds)
+    t0 = time.process_time()
+    value = ours_solve(c, n, depth)
+    first = time.process_time() - t0
+    cpus = []
+    for _ in range(repeats):
+        _fresh_state()
+        c, n = ours_setup(ds)
+        t0 = time.process_time()
+        v = ours_solve(c, n, depth)
+        cpus.append(time.process_time() - t0)
+        if v != value:
+            raise RuntimeError(f"{name} {level} {depth}: a repeat gave {v!r}, the first {value!r}")
+    stats = {}
+    ours_solve(c, n, depth, stats=stats)
+    return {"value": value, "first_ms": 1e3 * first, "best_ms": 1e3 * min(cpus), "median_ms": 1e3 * _median(cpus),
+            "stats": stats, "kernels": lookahead.search.__file__}
 
 
 def run_one(solver, name, level, depth):
@@ -480,7 +554,7 @@ def full_lookahead(c, n):
     from lookahead.jit import ensure_compiled
     from lookahead.search import SearchCapExceeded, expectimax
 
-    ensure_compiled()
+    ensure_compiled(KERNEL_MODULES)
     depth = len(c.obs_names)
     t0 = time.process_time()
     try:
@@ -559,6 +633,121 @@ def compare(cases, depths, repeats, whole_repeats, log=print):
                 + (f" | merges {row['merges']} transp {row['transpositions']} nodes {row['ours_nodes']}"
                    if depth is None else ""), flush=True)
     return rows
+
+
+def versus(cases, depths, repeats, whole_repeats, other, log=print):
+    """Ours (this tree's kernels) against `other` (another checkout's, e.g. main's) and STreeD, side by side.
+
+    For each case and depth, moments apart: STreeD in this process (best of `repeats` after a warm-up),
+    then each tree's solver in its own child process (:func:`time_in_process`: honest repeats, the
+    first solve apart), then whole processes of each tree alternately (a warm-up pair, then
+    `whole_repeats` pairs; best CPU). Values must agree to 1e-12 between the trees.
+    """
+    rows = []
+    for name, level in cases:
+        ds = load_case(name, level)
+        arrays = (np.asarray(ds["rows"], dtype=np.int64), np.asarray(ds["labels"], dtype=np.int64))
+        for depth in depths:
+            label = "inf" if depth is None else str(depth)
+            model, cpu_streed, _ = best_cpu(lambda: streed_solve(ds, depth, arrays=arrays), repeats)
+            v_streed = streed_value(ds, model)
+            targs = ["--time", "ours", "--dataset", name, "--level", level, "--depth", label,
+                     "--repeats", str(repeats)]
+            theirs, _, _, _ = _child(targs, other)
+            ours, _, _, _ = _child(targs, ROOT)
+            if abs(ours["value"] - theirs["value"]) > 1e-12:
+                raise RuntimeError(f"{name} {level} {label}: ours {ours['value']!r}, theirs {theirs['value']!r}")
+            row = {"dataset": name, "costs": level, "depth": label, "value": ours["value"], "streed_value": v_streed,
+                   "diff": abs(ours["value"] - v_streed), "value_diff_trees": abs(ours["value"] - theirs["value"]),
+                   "streed_ms": 1e3 * cpu_streed,
+                   "main_ms": theirs["best_ms"], "ours_ms": ours["best_ms"],
+                   "main_median_ms": theirs["median_ms"], "ours_median_ms": ours["median_ms"],
+                   "main_first_ms": theirs["first_ms"], "ours_first_ms": ours["first_ms"],
+                   "main_ratio": theirs["best_ms"] / (1e3 * cpu_streed), "ratio": ours["best_ms"] / (1e3 * cpu_streed),
+                   "speedup": theirs["best_ms"] / ours["best_ms"],
+                   "main_nodes": theirs["stats"].get("nodes", ""), "ours_nodes": ours["stats"].get("nodes", ""),
+                   "noops": ours["stats"].get("noops", ""), "certain": ours["stats"].get("certain", ""),
+                   "main_kernels": theirs["kernels"], "ours_kernels": ours["kernels"]}
+            if whole_repeats:
+                args = ["--one", "ours", "--dataset", name, "--level", level, "--depth", label]
+                cpu = {"main": [], "ours": []}
+                for i in range(whole_repeats + 1):
+                    for who, code in (("main", other), ("ours", ROOT)):
+                        out, c, _, err = _child(args, code)
+                        if i == 0:
+                            row[f"{who}_proc_first_ms"] = 1e3 * c
+                            row[f"{who}_proc_first_compiled"] = _compiled_in(err)
+                        elif _compiled_in(err):
+                            raise RuntimeError(f"{who} {name} {level} {label}: a timed process compiled kernels")
+                        else:
+                            cpu[who].append(c)
+                row["main_proc_ms"] = 1e3 * min(cpu["main"])
+                row["ours_proc_ms"] = 1e3 * min(cpu["ours"])
+                row["proc_speedup"] = row["main_proc_ms"] / row["ours_proc_ms"]
+            rows.append(row)
+            log(f"{name:9s} {level:6s} d={label:3s} value {row['value']:.10f} diff {row['diff']:.1e} | STreeD "
+                f"{row['streed_ms']:8.1f} ms main {row['main_ms']:8.1f} ms ours {row['ours_ms']:8.1f} ms | "
+                f"ours/STreeD {row['ratio']:6.2f} main/STreeD {row['main_ratio']:6.2f} main/ours {row['speedup']:6.2f}"
+                + (f" | process main {row['main_proc_ms']:7.0f} ms ours {row['ours_proc_ms']:7.0f} ms"
+                   if whole_repeats else ""), flush=True)
+    return rows
+
+
+VERSUS_COLUMNS = ["dataset", "costs", "depth", "value", "streed_value", "diff", "value_diff_trees", "streed_ms",
+                  "main_ms", "ours_ms", "main_median_ms", "ours_median_ms", "main_first_ms", "ours_first_ms",
+                  "main_ratio", "ratio", "speedup", "main_nodes", "ours_nodes", "noops", "certain",
+                  "main_proc_first_ms", "main_proc_first_compiled", "ours_proc_first_ms", "ours_proc_first_compiled",
+                  "main_proc_ms", "ours_proc_ms", "proc_speedup", "main_kernels", "ours_kernels"]
+
+
+def write_versus(rows, path, *, command, machine, load_start, load_end, elapsed, other):
+    """``path``.md and ``path``.csv: the side-by-side table of :func:`versus`."""
+    with open(f"{path}.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=VERSUS_COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: _fmt(r.get(k, "")) for k in VERSUS_COLUMNS})
+    has_proc = any("ours_proc_ms" in r for r in rows)
+    L = []
+    add = L.append
+    add("# This tree's kernels against another checkout's and STreeD, side by side (a subset of the suite)\n")
+    add(f"Produced by `{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {elapsed / 60:.1f} min); "
+        f"`main` is the checkout at `{other}`, `ours` this tree.\n")
+    add(f"Machine: {machine}; load average {load_start:.2f} at the start, {load_end:.2f} at the end (shared: only "
+        "ratios measured moments apart are results).\n")
+    add("In process: each tree's solver runs in its own child process; the first solve of the process (numba "
+        "loading its cache) is reported apart (`first`), then each timed solve (best of the repeats; the median "
+        "is in the CSV) gets a freshly built domain and root, outside the timing, and no cached Zobrist keys, "
+        "so nothing a previous solve computed is reused. STreeD: a fresh classifier per fit, in the driving "
+        "process. Depth d: `lookahead:d` (`expectimax`); inf: `BoundedSearch`, certified (not changed by "
+        "this tree's kernels). Whole process: `--one ours` (imports, reading, building, one solve), CPU time, "
+        "best of the repeats after a warm-up pair, the two trees alternately; a timed process that compiled "
+        "kernels is an error.\n")
+    head = ["dataset", "costs", "depth", "value", "diff STreeD", "STreeD ms", "main ms", "ours ms", "main/STreeD",
+            "ours/STreeD", "main/ours", "nodes main", "nodes ours", "no-ops", "certain", "first main ms",
+            "first ours ms"] + (["proc main ms", "proc ours ms", "proc main/ours"] if has_proc else [])
+    add("| " + " | ".join(head) + " |")
+    add("|" + "|".join("---" for _ in head) + "|")
+    for r in rows:
+        cells = [r["dataset"], r["costs"], r["depth"], f"{r['value']:.10f}", f"{r['diff']:.1e}", f"{r['streed_ms']:.1f}",
+                 f"{r['main_ms']:.1f}", f"{r['ours_ms']:.1f}", f"{r['main_ratio']:.2f}", f"{r['ratio']:.2f}",
+                 f"{r['speedup']:.2f}", str(r["main_nodes"]), str(r["ours_nodes"]), str(r["noops"]), str(r["certain"]),
+                 f"{r['main_first_ms']:.0f}", f"{r['ours_first_ms']:.0f}"]
+        if has_proc:
+            cells += [f"{r['main_proc_ms']:.0f}", f"{r['ours_proc_ms']:.0f}", f"{r['proc_speedup']:.2f}"]
+        add("| " + " | ".join(cells) + " |")
+    add("")
+    add("## Summary\n")
+    add(f"- Values: the trees agree to {max(r['value_diff_trees'] for r in rows):.1e}; "
+        f"{sum(r['diff'] <= 1e-9 for r in rows)} of {len(rows)} equal STreeD's to 1e-9.")
+    for d in dict.fromkeys(r["depth"] for r in rows):
+        sel = [r for r in rows if r["depth"] == d]
+        add(f"- depth {d}: ours / STreeD in process {_range([r['ratio'] for r in sel], '{:.2f}')}; main / STreeD "
+            f"{_range([r['main_ratio'] for r in sel], '{:.2f}')}; main / ours {_range([r['speedup'] for r in sel], '{:.2f}')}"
+            + (f"; whole process main / ours {_range([r['proc_speedup'] for r in sel], '{:.2f}')}, ours "
+               f"{_range([r['ours_proc_ms'] / 1e3 for r in sel], '{:.2f}').replace('x', ' s')}" if has_proc else "")
+            + ".")
+    Path(f"{path}.md").write_text("\n".join(L) + "\n")
 
 
 def STreeD_variant(ds, depth, arrays, **options):
@@ -707,11 +896,21 @@ def main(argv=None):
     ap.add_argument("--extract", type=Path, default=None, metavar="DIR",
                     help="a pystreed checkout's data/cost-sensitive: rebuild the vendored inputs and stop")
     ap.add_argument("--commit", default=None, help="with --extract: the pystreed commit the data is from")
+    ap.add_argument("--versus", type=Path, default=None, metavar="DIR",
+                    help="another checkout (e.g. main): time its kernels and this tree's side by side")
+    ap.add_argument("--name", default=None, help="file stem under --out (default: table, or versus with --versus)")
+    ap.add_argument("--code", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--time", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--dataset", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--level", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--depth", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    # the planner this run measures: this tree (not whatever an editable install points at), or --code's
+    sys.path.insert(0, str((a.code or ROOT).resolve()))
+    if a.time:
+        print(json.dumps(time_in_process(a.dataset, a.level, None if a.depth == "inf" else int(a.depth), a.repeats)))
+        return
     if a.one:
         run_one(a.one, a.dataset, a.level, None if a.depth == "inf" else int(a.depth))
         return
@@ -732,17 +931,26 @@ def main(argv=None):
     machine = machine_note()
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
+    out = a.out if a.out is not None else (None if a.quick else OUT)
+    args = sys.argv[1:] if argv is None else list(argv)
+    cmd = "python3 bench/compare_streed.py" + ("".join(" " + x for x in args))
+    if a.versus is not None:
+        rows = versus(cases, depths, a.repeats, a.whole_repeats, a.versus.resolve())
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            write_versus(rows, out / (a.name or "versus"), command=cmd, machine=machine, load_start=load0,
+                         load_end=os.getloadavg()[0], elapsed=time.perf_counter() - t0, other=a.versus)
+            print(f"wrote {out / (a.name or 'versus')}.md and .csv")
+        return
     rows = compare(cases, depths, a.repeats, a.whole_repeats)
     elapsed = time.perf_counter() - t0
-    out = a.out if a.out is not None else (None if a.quick else OUT)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        args = sys.argv[1:] if argv is None else list(argv)
-        cmd = "python3 bench/compare_streed.py" + ("".join(" " + x for x in args))
-        write_csv(rows, out / "table.csv")
-        write_md(rows, out / "table.md", command=cmd, machine=machine, load_start=load0,
+        stem = a.name or "table"
+        write_csv(rows, out / f"{stem}.csv")
+        write_md(rows, out / f"{stem}.md", command=cmd, machine=machine, load_start=load0,
                  load_end=os.getloadavg()[0], elapsed=elapsed)
-        print(f"wrote {out / 'table.md'} and {out / 'table.csv'}")
+        print(f"wrote {out / (stem + '.md')} and {out / (stem + '.csv')}")
 
 
 if __name__ == "__main__":

@@ -82,6 +82,81 @@ still unlock); any continuation after ``o`` costs at least
 ``V_d(n)`` is unchanged. The margin keeps rounding in ``Q`` from ever mattering.
 At the root nothing is pruned: the candidate table needs every ``Q``.
 
+Sums over the support
+---------------------
+Every sum over states at a node (its canonical belief and normaliser, R,
+the outcome probabilities of its candidates, EVPI, its leaves' beliefs and
+risks) runs over the node's *support index*: ``supp[lev, :nsup[lev]]``, the
+states of nonzero belief in index order. A child's support is a subset of
+its parent's (a state outside it has a factor 0 in the child's product too),
+so the child's belief is computed over the parent's index and its own index
+kept as it goes. A term skipped has belief 0 and a finite factor (the
+loader refuses non-finite numbers), so it is +0.0 or -0.0, and adding a
+signed zero to a running sum that starts at +0.0 changes no bit: the search
+gives the same bits with the index or without it (tested). Where outcomes
+are exact (the STreeD suite: each outcome of a test rules out half the
+states) a node a few tests down sums over a few states instead of 4,096.
+The rule (``support=None``): on where an outcome keeps at most 3/4 of the
+states on average (:func:`kept_share`: 1/2 for exact binary tests, 1 for
+noisy sources) or at least half the root belief is zero; off otherwise,
+where beliefs keep most of their states and the index and the no-op test
+below cost 10-30% of a node (measured side by side on ``benchmark_domain``
+with 8-32 states, whose outcomes keep every state). ``support=False`` sums over every state in
+index order, with no index at all.
+
+No-op observations
+------------------
+With ``prune``, below the root, an observation ``o`` is skipped (counted in
+``SearchResult.noops``) when, over the node's support, each of its outcomes
+has the same likelihood in every state (so every outcome leaves the belief
+as it is), and every outcome of nonzero probability changes no fact (it
+establishes no value and no "o returned y" expression names it: the
+``neutral`` table). Proof that ``V_d(n)`` is unchanged: the child
+``n' = n + (o, y)`` has the belief of ``n`` (exact arithmetic), the facts of
+``n`` (so the same permitted actions, available observations and
+contradictions: these are functions of the facts), at least as much spent
+and ``o`` taken. Every plan from ``n'`` is then a plan from ``n`` with the
+same outcome probabilities and stopping losses at every node below (``o``
+likewise changes no belief or fact deeper down: a subset of a support on
+which its likelihoods are constant keeps them constant), affordable because
+``n`` has spent less; so ``V_{d-1}(n') >= V_{d-1}(n) >= V_d(n)`` (more depth
+never hurts), and ``Q_d(o) = penalty(o) + sum_y P(y) V_{d-1}(n') >= V_d(n)``
+as ``penalty(o) >= 0``. Dropping a candidate whose ``Q`` is at least the
+minimum changes no value; in floating point ``Q(o)`` can fall an ulp below
+it, so values agree within rounding (tested within 1e-12 against the search
+without the skip and against :mod:`lookahead.reference`). The root is never
+skipped (the candidate table needs every ``Q``), so the root's choice is
+unchanged; a follow-up below the root can differ only where a zero-penalty
+no-op tied the best observation. An observation whose outcome is certain but
+establishes a fact (a badge that grants a clearance) or is named by a
+precondition is not a no-op (tested).
+
+Certain nodes
+-------------
+With ``prune``, below the root, a node is *certain* when some permitted
+action ``a*`` has the least loss among the actions any admissible evidence
+could still permit (:func:`lookahead.core.reachable_actions`, an
+over-approximation that ignores contradictions, so it contains every action
+permitted now or at any descendant) in every state of the support:
+``L(a*, s) = m(s) = min over reachable u of L(u, s)``. Its value is then
+its risk ``R(n)``, returned without looking at a candidate (counted in
+``SearchResult.certain``). Proof: a plan from ``n`` stops at each leaf
+``l`` with an action permitted there, hence reachable, so its expected loss
+is at least ``sum_l P(l) sum_s b_l(s) m(s) = sum_s b(s) m(s)`` (the leaf
+beliefs average to ``b``), plus penalties >= 0; and
+``sum_s b(s) m(s) = sum_s b(s) L(a*, s) >= R(n)`` with ``a*`` permitted.
+So no plan beats stopping, ``V_d(n) = R(n)`` and the best choice is to stop.
+This is EVPI(n) = 0 (the pruning bound): every candidate of penalty >= the
+margin is pruned at such a node anyway, so the shortcut saves the pass over
+the candidates and, with zero-penalty ones, their subtrees; it agrees with
+the full search within rounding (tested as above). An action not permitted
+at ``n`` never serves as ``a*`` (one that is reachable only counts as a
+competitor).
+
+Both shortcuts need every penalty >= 0. The loader refuses negative costs
+and weights (schema); for a domain built another way, :func:`expectimax`
+checks ``penalty >= 0`` and searches without them if it does not hold.
+
 Caps
 ----
 A search that would expand more than ``max_nodes`` nodes stops at once and
@@ -179,8 +254,8 @@ _GROW_LEAVES = 3  # stopped at a node's entry: the leaf table needs room
 
 # indices into the kernel's stats array (int64) and its float results
 (_ST_NODES, _ST_HITS, _ST_NODE_ENTRIES, _ST_LEAF_ENTRIES, _ST_CAPACITY, _ST_PRUNED, _ST_STATUS,
- _ST_LEV, _ST_MERGED) = range(9)
-_N_STATS = 9
+ _ST_LEV, _ST_MERGED, _ST_NOOPS, _ST_CERTAIN) = range(11)
+_N_STATS = 11
 _FST_VALUE, _FST_TREE = 0, 1
 
 
@@ -244,6 +319,12 @@ class SearchResult(NamedTuple):
         (-1: stop), and for a leaf its value. Read it with :func:`lookup`.
     zobrist : uint64[O, Y]
     depth_keys : uint64[depth + 1]
+    merged : int
+        Nodes found by their equivalence key (module docstring, "Merging").
+    noops : int
+        Pure-cost observations skipped below the root (summed over nodes).
+    certain : int
+        Certain nodes returned at their risk without expanding them.
     """
 
     value: float
@@ -261,6 +342,8 @@ class SearchResult(NamedTuple):
     zobrist: np.ndarray
     depth_keys: np.ndarray
     merged: int = 0
+    noops: int = 0
+    certain: int = 0
 
 
 @functools.lru_cache(maxsize=64)
@@ -332,7 +415,7 @@ def _mix64(h, x):
 
 @kernel(inline="always")
 def _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, limits_tol, est_prop, est_value,
-               mentioned, work, need):
+               mentioned, work, need, supp, ns, support):
     """The equivalence key of the node at row `lev` of ``bel``/``sp`` (``belu``, ``spu``: their uint64 views).
 
     It hashes what the node's future depends on (the module docstring, "Merging"): the canonical
@@ -340,13 +423,15 @@ def _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, lim
     every observation an expression mentions, the observations that still *matter* (untaken,
     admitted, affordable, and not a no-op: an outcome certain under the belief that establishes
     nothing), and the spend on every dimension where the ones that matter could still exceed a limit.
+    States outside the node's support index (``supp[lev, :ns]``; without `support`, every state) have belief 0
+    and are not read.
     """
-    S = bel.shape[1]
     O = oc.shape[0]
     D = sp.shape[1]
     P = work.shape[1]
     h = KEY(0x243F6A8885A308D3)
-    for s in range(S):  # the support and its values (zeros are skipped: exact outcomes leave many)
+    for i in range(ns):  # the support and its values (zeros are skipped: exact outcomes leave many)
+        s = supp[lev, i] if support else i
         if bel[lev, s] != 0.0:
             h = _mix64(h, KEY(s))
             h = _mix64(h, belu[lev, s])
@@ -369,7 +454,8 @@ def _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, lim
         if not matters:
             # certain outcome: one outcome of probability 1 in every state of the support, the same one
             first = -1
-            for s in range(S):
+            for i in range(ns):
+                s = supp[lev, i] if support else i
                 if bel[lev, s] == 0.0:
                     continue
                 ys = -1
@@ -400,9 +486,46 @@ def _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, lim
 # the facts at a node
 
 
+@kernel(inline="always")
+def _probs_into(bel, lev, supp, ns, support, lik, o, n_y, neutral, check, probs, isnoop):
+    """P(y | node, o) for y < `n_y` into ``probs[lev]`` (sums over the support ``supp[lev, :ns]``), and
+    into ``isnoop[lev]`` whether `o` is a no-op at the node (module docstring, "No-op observations";
+    False unless `check`): over the states of nonzero belief each outcome's likelihood is one number,
+    and no outcome of nonzero probability changes a fact (``neutral``). Without `support` the states are
+    ``0 .. ns - 1`` (``supp`` is not read: a dense node pays no indirection). Written without an early exit
+    and returning nothing, as the helpers in :mod:`lookahead.core` are, so inlined it counts no reference.
+    """
+    for y in range(n_y):
+        pr = 0.0
+        for i in range(ns):
+            s = supp[lev, i] if support else i
+            pr += bel[lev, s] * lik[o, y, s]
+        probs[lev, y] = pr
+    # the test apart, stopping at the first state that differs (most candidates differ at once: a while,
+    # not a break, so that reference-count pruning still holds)
+    noop = check and ns > 0
+    y = 0
+    while noop and y < n_y:
+        l0 = -1.0  # the likelihood in the first state of nonzero belief (-1: none yet)
+        i = 0
+        while noop and i < ns:
+            s = supp[lev, i] if support else i
+            if bel[lev, s] != 0.0:  # (without the support index, zeros are in the loop)
+                if l0 < 0.0:
+                    l0 = lik[o, y, s]
+                elif lik[o, y, s] != l0:
+                    noop = False
+            i += 1
+        if l0 < 0.0 or (probs[lev, y] > 0.0 and not neutral[o, y]):
+            noop = False
+        y += 1
+    isnoop[lev] = noop
+
+
 @kernel
 def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob,
-            depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab, bufs, merge, mentioned):
+            depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab, bufs, merge, mentioned,
+            support, skip_noops, skip_certain):
     """Run the depth-first search from the state in ``st``/``fst`` until it ends or a table needs room.
 
     Returns :data:`_OK`, :data:`_CAP`, or :data:`_GROW_NODES` / :data:`_GROW_LEAVES`: the state is saved
@@ -412,7 +535,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     """
     (bel, sp, h, risk, minq, best_v, best_o, cur_o, cur_y, acc, tc, probs, elig, bound, path_o, path_y, order,
      sorted_o, sorted_y, pre, leaf_bel, work, vals, can, flags, leaf_work, leaf_vals, oc, expected, mkey, belu, spu,
-     need) = bufs
+     need, supp, nsup, mins, isnoop) = bufs
     est_prop, est_kind, est_value = facts.est_prop, facts.est_kind, facts.est_value
     ek, ea, eb = facts.expr_kind, facts.expr_a, facts.expr_b
     es, ec, ech = facts.expr_start, facts.expr_count, facts.expr_children
@@ -431,6 +554,9 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     n_node_entries = st[_ST_NODE_ENTRIES]
     n_leaf_entries = st[_ST_LEAF_ENTRIES]
     merged = st[_ST_MERGED]
+    noops = st[_ST_NOOPS]
+    certain = st[_ST_CERTAIN]
+    ns = nsup[lev]
     per_node = 2 if merge else 1  # merging stores a node under its equivalence key and its pairs' key
     status = _OK
     entering = True  # every run starts at the entry of node `lev`
@@ -463,9 +589,12 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                 for k in range(n):
                     sorted_o[k] = path_o[order[k]]
                     sorted_y[k] = path_y[order[k]]
-                # the canonical belief, keeping the running products (pre[k]: the first k pairs applied)
+                # the canonical belief, keeping the running products (pre[k]: the first k pairs applied),
+                # over the parent's support (a state outside it has a factor 0 here too), in index order
                 z = 0.0
-                for s in range(S):
+                ns = 0
+                for i in range(nsup[lev - 1]):
+                    s = supp[lev - 1, i] if support else i
                     x = belief[s]
                     pre[0, s] = x
                     for k in range(n):
@@ -473,9 +602,15 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         pre[k + 1, s] = x
                     bel[lev, s] = x
                     z += x
+                    if support and x != 0.0:
+                        supp[lev, ns] = s
+                        ns += 1
+                if not support:  # every state, in index order (``supp`` is not read)
+                    ns = S
+                nsup[lev] = ns
                 if z > 0.0:
-                    for s in range(S):
-                        bel[lev, s] /= z
+                    for i in range(ns):
+                        bel[lev, supp[lev, i] if support else i] /= z
                 for d in range(D):
                     x = spent[d]
                     for k in range(n):
@@ -484,13 +619,14 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
             else:
                 for s in range(S):
                     pre[0, s] = belief[s]
+            ns = nsup[lev]  # every sum over states runs over the support, in index order: the same bits
             # facts, permitted actions and R at the node (bayes_risk: same sums, same tie rule)
             _status_into(oc, est_prop, est_kind, est_value, work)
             _facts_into(oc, work, ek, ea, eb, es, ec, ech, vals)
             hit = False
             if merge and r >= 1:
                 mkey[lev] = _merge_key(oc, admitted, bel, belu, lev, sp, spu, lik, n_outcomes, cost, limits_tol,
-                                       est_prop, est_value, mentioned, work, need)
+                                       est_prop, est_value, mentioned, work, need, supp, ns, support)
                 if lev > 0:
                     slot = _find(nodes_tab, _slot_key(mkey[lev] ^ depth_key[r]))
                     if slot >= 0:  # an equivalent node reached by another set of pairs
@@ -508,7 +644,8 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                     if not flags[0, a]:
                         continue
                     x = 0.0
-                    for s in range(S):
+                    for i in range(ns):
+                        s = supp[lev, i] if support else i
                         x += bel[lev, s] * loss[a, s]
                     if x < rk - tie:
                         rk = x
@@ -529,14 +666,35 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         _reach_into(oc, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals,
                                flags)
                         total = 0.0
-                        for s in range(S):
+                        for i in range(ns):
+                            s = supp[lev, i] if support else i
                             m = np.inf
                             for a in range(A):
                                 if flags[1, a] and loss[a, s] < m:
                                     m = loss[a, s]
+                            mins[s] = m
                             total += bel[lev, s] * m
                         bound[lev] = rk - total
-                if r == 0:  # only the root of a depth-0 search
+                        if skip_certain and bound[lev] <= PRUNE_MARGIN:  # (EVPI > 0: not certain; a cheap test first)
+                            # a certain node (module docstring): a permitted action is a least-loss reachable
+                            # action in every state of the support, so V = R exactly
+                            for a in range(A):
+                                if flags[0, a]:
+                                    dom = True
+                                    for i in range(ns):
+                                        s = supp[lev, i] if support else i
+                                        if bel[lev, s] != 0.0 and loss[a, s] > mins[s]:
+                                            dom = False
+                                            break
+                                    if dom:
+                                        v = rk
+                                        sub = 1.0
+                                        done = True
+                                        certain += 1
+                                        break
+                if done:
+                    pass
+                elif r == 0:  # only the root of a depth-0 search
                     v = rk
                     done = True
                 elif r == 1:
@@ -558,11 +716,12 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                             continue
                         while j < n and sorted_o[j] < o:
                             j += 1
-                        for y in range(n_outcomes[o]):  # outcome_probs(bel[lev], lik[o], ...)
-                            pr = 0.0
-                            for s in range(S):
-                                pr += bel[lev, s] * lik[o, y, s]
-                            probs[lev, y] = pr
+                        # outcome_probs(bel[lev], lik[o], ...), and the no-op test
+                        _probs_into(bel, lev, supp, ns, support, lik, o, n_outcomes[o], neutral, skip_noops and lev > 0,
+                                    probs, isnoop)
+                        if isnoop[lev]:  # a pure cost (module docstring, "No-op observations")
+                            noops += 1
+                            continue
                         ex = 0.0
                         for y in range(n_outcomes[o]):
                             pr = probs[lev, y]
@@ -585,15 +744,16 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                                 break
                             # R at the leaf: its canonical belief ...
                             z = 0.0
-                            for s in range(S):
+                            for i in range(ns):
+                                s = supp[lev, i] if support else i
                                 x = pre[j, s] * lik[o, y, s]
                                 for k in range(j, n):
                                     x *= lik[sorted_o[k], sorted_y[k], s]
                                 leaf_bel[s] = x
                                 z += x
                             if z > 0.0:
-                                for s in range(S):
-                                    leaf_bel[s] /= z
+                                for i in range(ns):
+                                    leaf_bel[supp[lev, i] if support else i] /= z
                             # ... its facts, unless (o, y) changes none ...
                             own = neutral[o, y]
                             if not own:
@@ -611,7 +771,8 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                                 if not ok:
                                     continue
                                 x = 0.0
-                                for s in range(S):
+                                for i in range(ns):
+                                    s = supp[lev, i] if support else i
                                     x += leaf_bel[s] * loss[a, s]
                                 if x < lr - tie:
                                     lr = x
@@ -670,21 +831,27 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         best_v[lev] = q
                         best_o[lev] = o
                 o += 1
-                while o < O:
-                    if elig[lev, o]:
-                        if lev > 0 and penalty[o] >= bound[lev] + PRUNE_MARGIN:
-                            pruned += 1
-                        else:
-                            break
+                ns = nsup[lev]
+                while True:
+                    while o < O:
+                        if elig[lev, o]:
+                            if lev > 0 and penalty[o] >= bound[lev] + PRUNE_MARGIN:
+                                pruned += 1
+                            else:
+                                break
+                        o += 1
+                    if o >= O:
+                        break
+                    # outcome_probs(bel[lev], lik[o], ...), and the no-op test
+                    _probs_into(bel, lev, supp, ns, support, lik, o, n_outcomes[o], neutral, skip_noops and lev > 0, probs,
+                                isnoop)
+                    if not isnoop[lev]:
+                        break
+                    noops += 1  # a pure cost (module docstring, "No-op observations")
                     o += 1
                 if o >= O:
                     break
                 acc[lev] = 0.0
-                for yy in range(n_outcomes[o]):  # outcome_probs(bel[lev], lik[o], ...)
-                    pr = 0.0
-                    for s in range(S):
-                        pr += bel[lev, s] * lik[o, yy, s]
-                    probs[lev, yy] = pr
                 cur_o[lev] = o
                 y = 0
             if found:
@@ -752,13 +919,16 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     st[_ST_NODE_ENTRIES] = n_node_entries
     st[_ST_LEAF_ENTRIES] = n_leaf_entries
     st[_ST_MERGED] = merged
+    st[_ST_NOOPS] = noops
+    st[_ST_CERTAIN] = certain
     st[_ST_STATUS] = status
     return status
 
 
 @kernel(writable=("belief", "outcome_of", "spent", "root_mask", "admitted"))
 def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts,
-                cost, limits_tol, penalty, n_values, zob, depth_key, tie, prune, memo, max_nodes, capacity, merge):
+                cost, limits_tol, penalty, n_values, zob, depth_key, tie, prune, memo, max_nodes, capacity, merge,
+                support, skip_noops, skip_certain):
     """Iterative depth-first expectimax; see the module docstring.
 
     Parameters are the root's ``belief : float64[S]``, ``outcome_of : int64[O]``,
@@ -766,7 +936,8 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     root: the node's eligible mask) and ``admitted : bool[O]`` (static gates),
     then the compiled tables (``limits_tol = limits + BUDGET_TOL``), the
     Zobrist keys, the tie tolerance, ``prune``/``memo`` switches, the node cap
-    and the initial capacity of each table (a power of two). ``limits_tol`` and ``tie``
+    and the initial capacity of each table (a power of two), ``merge``, and the
+    ``support`` / ``skip_noops`` / ``skip_certain`` switches (module docstring). ``limits_tol`` and ``tie``
     are arguments, not globals read from lookahead.core, so a cached kernel
     never keeps a stale constant of another module.
 
@@ -818,15 +989,24 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     belu = bel.view(KEY)
     spu = sp.view(KEY)
     need = np.zeros(max(D, 1), dtype=FLOAT)
+    supp = np.empty((L, S), dtype=INT)  # supp[lev, :nsup[lev]]: the states a node's sums run over, in index order
+    nsup = np.zeros(L, dtype=INT)
+    mins = np.empty(S, dtype=FLOAT)
+    isnoop = np.zeros(L, dtype=np.bool_)
+    ns = 0
     for s in range(S):
         bel[0, s] = belief[s]
+        if belief[s] != 0.0 or not support:
+            supp[0, ns] = s
+            ns += 1
+    nsup[0] = ns
     for d in range(D):
         sp[0, d] = spent[d]
     for o in range(O):
         elig[0, o] = root_mask[o]
     bufs = (bel, sp, h, risk, minq, best_v, best_o, cur_o, cur_y, acc, tc, probs, elig, bound, path_o, path_y, order,
             sorted_o, sorted_y, pre, leaf_bel, work, vals, can, flags, leaf_work, leaf_vals, oc, expected, mkey, belu,
-            spu, need)
+            spu, need, supp, nsup, mins, isnoop)
     # (o, y) pairs that change no fact: they establish no value and no "o returned y" expression names them
     neutral = np.ones((O, Y), dtype=np.bool_)
     for o in range(O):
@@ -849,7 +1029,7 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     while True:
         status = _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol,
                          penalty, zob, depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab,
-                         bufs, merge and memo, mentioned)
+                         bufs, merge and memo, mentioned, support, skip_noops, skip_certain)
         if status == _GROW_NODES:
             nodes_tab = _grown(nodes_tab)
         elif status == _GROW_LEAVES:
@@ -861,7 +1041,8 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
 
 
 def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts, cost,
-               limits, penalty, n_values, *, prune=True, memo=True, max_nodes=None, merge=None) -> SearchResult:
+               limits, penalty, n_values, *, prune=True, memo=True, max_nodes=None, merge=None, support=None,
+               skip_noops=True, certain=True) -> SearchResult:
     """Depth-`depth` memoised expectimax from one root node.
 
     Parameters
@@ -894,6 +1075,20 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     max_nodes : int, optional
         Node cap; exceeding it raises :class:`SearchCapExceeded`. Default:
         :func:`default_node_cap` (the node or the work cap).
+    support : bool, optional
+        Run every sum over states over the node's support only (module
+        docstring, "Sums over the support"; the same bits either way). None
+        (the default): on where an outcome keeps at most 3/4 of the states
+        on average (:func:`kept_share`) or at least half the root belief is
+        zero; off otherwise.
+    skip_noops : bool
+        With `prune`, skip pure-cost observations below the root (module
+        docstring, "No-op observations"); counted in ``SearchResult.noops``.
+        Run where the support index is on by that rule, or where some
+        observation's likelihoods are the same in every state.
+    certain : bool
+        With `prune`, return a certain node's risk without expanding it
+        (module docstring, "Certain nodes"); counted in ``SearchResult.certain``.
 
     Returns
     -------
@@ -927,15 +1122,26 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     zob, dk = zobrist_keys(int(O), int(Y), depth)
     if max_nodes is None:
         max_nodes = default_node_cap(len(belief), O, Y, loss.shape[0])
+    exact = has_exact_outcomes(lik, n_outcomes)
     if merge is None:
-        merge = has_exact_outcomes(lik, n_outcomes)
+        merge = exact
+    # beliefs shrink where most observations rule states out (or the root has already lost most of its
+    # states); elsewhere the index and the no-op test cost 10-30% of a node and rarely pay (module docstring)
+    sparse = kept_share(lik, n_outcomes) <= 0.75 or float(np.mean(np.asarray(belief) == 0.0)) >= 0.5
+    if support is None:
+        support = sparse
+    # both shortcuts rest on every penalty being >= 0 (the loader refuses negative costs and weights; a
+    # domain built another way is searched without them rather than trusted)
+    nonneg = bool((np.asarray(penalty) >= 0.0).all())
+    skip_noops = skip_noops and (sparse or _constant_somewhere(lik, n_outcomes))
     limits_tol = np.asarray(limits, dtype=FLOAT) + BUDGET_TOL
     out = _expectimax(
         np.ascontiguousarray(belief, dtype=FLOAT), np.ascontiguousarray(outcome_of, dtype=INT),
         np.ascontiguousarray(spent, dtype=FLOAT), np.ascontiguousarray(root_mask, dtype=np.bool_),
         np.ascontiguousarray(admitted, dtype=np.bool_), depth, lik, n_outcomes, loss, facts, cost,
         limits_tol, penalty, int(n_values), zob, dk, TIE, bool(prune), bool(memo),
-        int(max_nodes), INITIAL_CAPACITY, bool(merge))
+        int(max_nodes), INITIAL_CAPACITY, bool(merge), bool(support), bool(prune and skip_noops and nonneg),
+        bool(prune and certain and nonneg))
     value, risk, expected, tree, stats, node_tab, leaf_tab = out
     if stats[_ST_STATUS] == _CAP:
         raise SearchCapExceeded(int(max_nodes), depth)
@@ -943,7 +1149,42 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     return SearchResult(value=float(value), risk=float(risk), expected=expected, q=q, depth=depth,
                         nodes=int(stats[_ST_NODES]), hits=int(stats[_ST_HITS]), entries=int(stats[_ST_NODE_ENTRIES] + stats[_ST_LEAF_ENTRIES]),
                         capacity=int(stats[_ST_CAPACITY]), pruned=int(stats[_ST_PRUNED]), tree_nodes=float(tree),
-                        table=(node_tab, leaf_tab), zobrist=zob, depth_keys=dk, merged=int(stats[_ST_MERGED]))
+                        table=(node_tab, leaf_tab), zobrist=zob, depth_keys=dk, merged=int(stats[_ST_MERGED]),
+                        noops=int(stats[_ST_NOOPS]), certain=int(stats[_ST_CERTAIN]))
+
+
+def _constant_somewhere(lik, n_outcomes) -> bool:
+    """Whether some observation has, for every declared outcome, one likelihood in every state.
+
+    >>> _constant_somewhere(np.array([[[1.0, 1.0], [0.0, 0.0]], [[0.9, 0.2], [0.1, 0.8]]]), np.array([2, 2]))
+    True
+    """
+    lik = np.asarray(lik)
+    for o in range(lik.shape[0]):
+        rows = lik[o, : int(n_outcomes[o])]
+        if (rows == rows[:, :1]).all():
+            return True
+    return False
+
+
+def kept_share(lik, n_outcomes) -> float:
+    """How much of a belief an outcome keeps, on average: over observations, the mean over outcomes possible in
+    some state of the share of states where the outcome is possible (1 with no observation).
+
+    1 where every outcome is possible in every state (noisy sources, and outcome slots impossible everywhere,
+    such as a failure that cannot happen, count for nothing); 1/2 for exact binary tests.
+
+    >>> kept_share(np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.9, 0.2], [0.1, 0.8]]]), np.array([2, 2]))
+    0.75
+    """
+    lik = np.asarray(lik)
+    shares = []
+    for o in range(lik.shape[0]):
+        rows = lik[o, : int(n_outcomes[o])] > 0.0
+        rows = rows[rows.any(axis=1)]
+        if rows.size:
+            shares.append(float(rows.mean()))
+    return float(np.mean(shares)) if shares else 1.0
 
 
 def has_exact_outcomes(lik, n_outcomes) -> bool:

@@ -576,3 +576,136 @@ def test_the_kernels_fact_helpers_follow_the_pure_python_rules(raw, seed, steps,
             val.append(all(kids) if k == ref.EXPR_AND else any(kids))
     want_reach = [r == ref.NO_EXPR or val[r] for r in f.action_req.tolist()]
     assert flags[1].tolist() == want_reach
+
+
+# --------------------------------------------------------------------------
+# sums over the support, no-op observations, certain nodes
+
+
+def _root_choice(res, penalty, tie=1e-12):
+    """The root's choice from its candidate table, by the kernel's rule (stop first, then lower penalty, then order)."""
+    best = -1
+    for o in np.flatnonzero(np.isfinite(res.q)):
+        if best < 0 or res.q[o] < res.q[best] - tie or (res.q[o] <= res.q[best] + tie
+                                                          and penalty[o] < penalty[best] - tie):
+            best = int(o)
+    return best if best >= 0 and res.q[best] < res.risk - tie else -1
+
+
+def _same_result(a, b, *, exact):
+    if exact:
+        assert a.value == b.value
+        np.testing.assert_array_equal(a.expected, b.expected)
+    else:
+        assert_allclose(a.value, b.value, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(np.isnan(a.expected), np.isnan(b.expected))
+        assert_allclose(a.expected, b.expected, rtol=0, atol=1e-12)
+
+
+def _check_shortcuts(node, depth, merge=False):
+    """Support on/off is bit for bit; the no-op skip and certain nodes within 1e-12, with the same root choice;
+    and all of it agrees with the pure-Python reference. Returns the run with everything on."""
+    from lookahead import reference
+
+    c = node.compiled
+    base = search(node, depth, support=False, skip_noops=False, certain=False, merge=merge)
+    runs = {}
+    for support in (False, True):
+        for noops in (False, True):
+            for certain in (False, True):
+                runs[support, noops, certain] = r = search(node, depth, support=support, skip_noops=noops,
+                                                           certain=certain, merge=merge)
+                _same_result(r, base, exact=not (noops or certain))
+                assert _root_choice(r, c.penalty) == _root_choice(base, c.penalty)
+                if not noops:
+                    assert r.noops == 0
+                if not certain:
+                    assert r.certain == 0
+    for noops in (False, True):
+        for certain in (False, True):
+            on, off = runs[True, noops, certain], runs[False, noops, certain]
+            _same_result(on, off, exact=True)  # the support changes no sum: the same bits
+            assert (on.nodes, on.noops, on.certain, on.pruned, on.tree_nodes) == (
+                off.nodes, off.noops, off.certain, off.pruned, off.tree_nodes)
+    slow = reference.expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
+                                depth, c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
+                                _n_values(c))
+    full = runs[True, True, True]
+    assert_allclose(full.value, slow.value, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(np.isnan(full.expected), np.isnan(slow.expected))
+    assert_allclose(full.expected, slow.expected, rtol=0, atol=1e-12)
+    return full
+
+
+@settings(max_examples=50, deadline=None)
+@given(raw=domain_dicts(rich_preconditions=True), seed=st.integers(0, 2**16), steps=st.integers(0, 2),
+       depth=st.integers(1, 4), entitled=st.booleans())
+def test_support_noops_and_certain_nodes_change_no_value_on_random_domains(raw, seed, steps, depth, entitled):
+    _check_shortcuts(random_node(planner.Domain.from_dict(raw), seed, steps=steps, entitled=entitled), depth)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("depth", [2, 4])
+@pytest.mark.parametrize("merge", [False, True])
+def test_shortcuts_fire_on_exact_tests_and_change_nothing(seed, depth, merge):
+    node = planner.Session(_exact_domain(seed=seed)).node
+    full = _check_shortcuts(node, depth, merge=merge)
+    # exact tests: below the root a test of a feature already known is a pure cost, and a node whose
+    # support one action wins everywhere is certain
+    assert full.noops > 0
+    plain = search(node, depth, skip_noops=False, certain=False, merge=merge)
+    assert full.nodes <= plain.nodes
+
+
+def _noop_gate_domain(badge=True):
+    """A pure-cost `ping` (one outcome in every state), and a `badge` whose outcome is just as certain under
+    the prior but *establishes* the clearance that `release` requires: skipping it below the root would
+    lose every plan that releases. `oracle` needs `login` to have returned ok (a certain outcome too, but
+    one a precondition names). `badge=False`: the same domain without the badge."""
+    obs = {
+        "ping": {"role": "inform", "bears_on": "x", "cost": {"calls": 1},
+                 "likelihood": {"a": {"ok": 1.0}, "b": {"ok": 1.0}}},
+        "hint": {"role": "inform", "bears_on": "x", "cost": {"calls": 1},
+                 "likelihood": {"a": {"yes": 0.9, "no": 0.1}, "b": {"yes": 0.2, "no": 0.8}}},
+        "badge": {"role": "establish", "bears_on": "clearance", "cost": {"calls": 1},
+                  "likelihood": {"granted": {"granted": 1.0}, "denied": {"denied": 1.0}}},
+        "login": {"role": "inform", "bears_on": "x", "cost": {"calls": 1},
+                  "likelihood": {"a": {"ok": 1.0}, "b": {"ok": 1.0}}},
+        "oracle": {"role": "inform", "bears_on": "x", "cost": {"calls": 1}, "requires": {"login": "ok"},
+                   "likelihood": {"a": {"A": 1.0}, "b": {"B": 1.0}}},
+    }
+    if not badge:
+        del obs["badge"]
+    return planner.Domain.from_dict({
+        "domain": "noop_gate", "purpose": "test",
+        "world": {"x": {"values": ["a", "b"]}, "clearance": {"values": ["granted", "denied"]}},
+        "prior": {"x": {"a": 0.6, "b": 0.4}, "clearance": {"granted": 1.0, "denied": 0.0}},
+        "actions": {"release": {"requires": {"clearance": "granted"}, "loss": {"x": {"a": 0.0, "b": 10.0}}},
+                    "hold": {"loss": {"x": {"a": 4.0, "b": 0.0}}}},
+        "budget": {"weights": {"calls": 0.1}},
+        "observations": obs,
+    })
+
+
+def _observed(plan):
+    """Every observation a plan (``plan_from``'s dict) takes, anywhere in it."""
+    if "observe" not in plan:
+        return set()
+    return {plan["observe"]}.union(*(_observed(x["then"]) for x in plan["outcomes"]))
+
+
+@pytest.mark.parametrize("depth", [3, 4, 5])
+def test_the_noop_skip_spares_no_observation_that_sets_a_fact(depth):
+    node = planner.Session(_noop_gate_domain()).node
+    c = node.compiled
+    full = _check_shortcuts(node, depth)
+    assert full.noops > 0  # ping, below the root
+    # the plan takes the badge below the root and the login (certain outcomes, but one grants the
+    # clearance and the other opens the oracle), and never the ping
+    first = _root_choice(full, c.penalty)
+    plan = plan_from(full, first, node.belief, node.outcome_of, c.lik, c.n_outcomes, c.loss, c.facts, c.penalty)
+    assert c.obs_index("badge") in _observed(plan) - {first}
+    assert {c.obs_index("login"), c.obs_index("oracle")} <= _observed(plan)
+    assert c.obs_index("ping") not in _observed(plan)
+    # and the badge is worth something: without it the value is worse
+    assert full.value < search(planner.Session(_noop_gate_domain(badge=False)).node, depth).value - 0.1
