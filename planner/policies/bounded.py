@@ -4,7 +4,7 @@ At a node it narrows the interval ``[L, U]`` around the optimal expected total
 loss V* (no depth limit), and acts on the first observation of the best plan
 found, or stops. One decision spends at most its budget of *work units*
 (:data:`DEFAULT_WORK`, about a second of CPU; see "Work units" below), in up to
-three searches that share it, in this order:
+three searches that share it (and the tables the second one reads), in this order:
 
 1. the memoised depth-first search of :func:`lookahead.search.expectimax` to
    the deepest depth a plan can reach (the observations left, or fewer where a
@@ -26,7 +26,9 @@ Every phase's work counts against the one budget (a decision spends at most
 its budget, plus the rest of the best-first expansion that reached it: at
 most ``O x Y`` more best-first nodes), and the receipt shows each
 (``policy_info.phases``: the search, its nodes, its work units, whether it
-finished) beside the total (``work``). The first phase's nodes are not reused
+finished; for the depth-first phases also ``pruned``, ``noops`` and
+``certain``, the counts of :class:`lookahead.search.SearchResult` summed over
+the searches that completed) beside the total (``work``). The first phase's nodes are not reused
 by the second (they are different tables): its share is what an exhaustive
 attempt costs when it does not fit.
 
@@ -53,6 +55,21 @@ search and 1.2-2.2 ns (after the factor) in the best-first one
 (``bench/results/engine.md``), so the default :data:`DEFAULT_WORK` of 5e8 is
 about one second of CPU. The count is deterministic; the clock is not used.
 
+The best-first search's tip bound (:data:`lookahead.bounded.BOUND_SEPARATION`)
+reads two-state relaxation tables built once per search, before it starts
+(:func:`lookahead.bounded.pair_tables`, on domains of 2-16 states). Their
+construction is charged too, as its own phase (``separation tables``, no
+nodes): :data:`TABLE_UNIT` work units for each of the
+:func:`lookahead.bounded.separation_table_terms` terms it computes (measured
+20-38 ns a term, 13-94 ms at 8-16 states and 12-40 observations). The tables
+are built only when they cost at most :data:`TABLE_SHARE` of what the
+best-first search may spend; otherwise the phase shows ``finished: false``
+and no work, and the search runs with the separation bound's other terms (its
+confusion terms, as before the tables existed: a valid bound, usually but not
+always lower). A small
+budget therefore never spends more on the tables than on the search they
+serve, and the decision still stays within its budget.
+
 Intervals
 ---------
 Each admitted, eligible candidate gets a plan interval ``[Q_L, Q_U]`` that
@@ -72,7 +89,14 @@ from __future__ import annotations
 import attrs
 import numpy as np
 
-from lookahead.bounded import CERTIFIED, DEFAULT_PRICE, DEFAULT_TOL_ABS, DEFAULT_TOL_REL, BoundedSearch
+from lookahead.bounded import (
+    CERTIFIED,
+    DEFAULT_PRICE,
+    DEFAULT_TOL_ABS,
+    DEFAULT_TOL_REL,
+    BoundedSearch,
+    separation_table_terms,
+)
 from lookahead.core import TIE, reachable_actions
 from lookahead.search import SearchCapExceeded, depth_bound, plan_from
 from planner.errors import PolicyError
@@ -82,7 +106,8 @@ from planner.policies.onestep import one_step_table
 from planner.policies.plans import named_plan, plan_text
 from planner.tiers import prepare_search
 
-__all__ = ["Bounded", "DEFAULT_WORK", "EXHAUSTIVE_SHARE", "DEEPENING_SHARE", "BEST_FIRST_UNIT", "node_work", "BUDGET", "plan_floor"]
+__all__ = ["Bounded", "DEFAULT_WORK", "EXHAUSTIVE_SHARE", "DEEPENING_SHARE", "BEST_FIRST_UNIT", "TABLE_UNIT",
+           "TABLE_SHARE", "node_work", "BUDGET", "plan_floor"]
 
 #: The work units of one decision when none is given: about one second of CPU (see the module docstring).
 DEFAULT_WORK = 500_000_000
@@ -92,6 +117,11 @@ EXHAUSTIVE_SHARE = 0.5
 DEEPENING_SHARE = 0.125
 #: A best-first node's cost per term of ``O x (S + Y + 8)``, in work units (measured, see the module docstring).
 BEST_FIRST_UNIT = 8
+#: Work units of one term of the separation bound's two-state tables (:func:`lookahead.bounded.separation_table_terms`:
+#: 20-38 ns a term measured, against about 1.5 ns a unit; see "Work units" in the module docstring).
+TABLE_UNIT = 20
+#: The most of the best-first search's allowance the two-state tables may cost; past it they are not built.
+TABLE_SHARE = 0.5
 #: Why planning stopped when the budget ran out.
 BUDGET = "budget"
 
@@ -150,8 +180,14 @@ def _nonnegative(name):
     return check
 
 
-def _phase(search: str, nodes: int, unit: int, finished: bool) -> dict:
-    return {"search": search, "nodes": int(nodes), "work": int(nodes) * int(unit), "finished": bool(finished)}
+def _phase(search: str, nodes: int, unit: int, finished: bool, done=()) -> dict:
+    """One phase of a decision; a depth-first one also counts, over `done` (the searches that completed,
+    :class:`lookahead.search.SearchResult`), the observations its EVSI bound pruned, the no-ops it skipped and
+    the certain nodes it cut."""
+    ph = {"search": search, "nodes": int(nodes), "work": int(nodes) * int(unit), "finished": bool(finished)}
+    if search != "best-first":
+        ph.update({k: int(sum(getattr(r, k) for r in done)) for k in ("pruned", "noops", "certain")})
+    return ph
 
 
 @attrs.frozen
@@ -255,11 +291,11 @@ class Bounded(Policy):
             ex = node.search(len(node.compiled.obs_names), max_nodes=cap)
         except SearchCapExceeded:  # it stopped before expanding node cap + 1
             return None, _phase("exhaustive", cap, unit, False)
-        return ex, _phase("exhaustive", ex.nodes, unit, True)
+        return ex, _phase("exhaustive", ex.nodes, unit, True, (ex,))
 
     def _deepening(self, node, allowance, unit):
         """Depth-limited searches at depths 1, 2, ... while each fits what is left: the deepest, and the phase."""
-        best, nodes = None, 0
+        best, nodes, done = None, 0, []
         full = depth_bound(node.outcome_of, node.spent, node.admission.admitted, node.compiled.cost,
                            node.compiled.limits)
         for d in range(1, full + 1):
@@ -272,7 +308,8 @@ class Bounded(Policy):
                 nodes += cap
                 break
             best, nodes = (d, ex), nodes + ex.nodes
-        return best, _phase("depth-limited", nodes, unit, best is not None and best[0] == full)
+            done.append(ex)
+        return best, _phase("depth-limited", nodes, unit, best is not None and best[0] == full, done)
 
     def _plan(self, node) -> "_Planned":
         c = node.compiled
@@ -292,8 +329,16 @@ class Bounded(Policy):
         left = budget - sum(p["work"] for p in phases)
         if self.exhaustive_first:
             left -= int(budget * DEEPENING_SHARE)
+        # the separation bound's two-state tables are built before the search, and charged to it: only where
+        # they cost at most TABLE_SHARE of what the search may spend (else the bound goes without them)
+        terms = separation_table_terms(c.lik, node.admission.admitted, c.cost, c.limits)
+        build = terms > 0 and terms * TABLE_UNIT <= TABLE_SHARE * max(0, left)
         search = BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty,
-                               node.admission.admitted, c.facts)
+                               node.admission.admitted, c.facts, separation_tables=build)
+        if terms > 0:
+            phases.append({"search": "separation tables", "nodes": 0, "work": search.table_terms * TABLE_UNIT,
+                           "finished": build})
+            left -= phases[-1]["work"]
         res = search.plan(node.outcome_of, budget=max(0, left // bf_unit), tol_abs=self.tol_abs,
                           tol_rel=self.tol_rel, price=self.price)
         phases.append(_phase("best-first", res.nodes, bf_unit, res.stopped == CERTIFIED))

@@ -160,6 +160,8 @@ class Lookahead(Policy):
             "table_size": res.entries,
             "tree_nodes": int(res.tree_nodes),
             "pruned": res.pruned,
+            "noops": res.noops,
+            "certain": res.certain,
         })
         return Decision(observe=choice, candidates=tuple(rows), info=info)
 

@@ -45,7 +45,7 @@ action, dimension or observation the domain does not have is refused):
   contradictions with hidden sources shown as ``(hidden)``, unknown outcomes
   of visible observations, unresolved uncertainty, belief, budget, facts;
 - ``policy_info``: the search's numbers only (``depth``, ``nodes_expanded``,
-  ``memo_hits``, ``table_size``, ``tree_nodes``, ``pruned``, ``p_best``,
+  ``memo_hits``, ``table_size``, ``tree_nodes``, ``pruned``, ``noops``, ``certain``, ``p_best``,
   ``threshold``, ``depth_rule``; conservative planning's ``quantile``,
   ``draws``, ``seed``, ``draws_used``, ``dropped_draws``, ``value_depth``);
   never a plan, a target or a choice.
@@ -83,8 +83,8 @@ _ROW_COLUMNS = {"q": (int, float), "depth": (int,), "rank": (int,), "in_cut": (b
 _PLAN_COLUMNS = {"unlocked_value": (int, float), "plan": (str,), "plan_success": (int, float),
                  "plan_penalty": (int, float), "unlock_score": (int, float)}
 #: Numbers about a policy's search (counts, depth, thresholds); plans and targets are not listed.
-_INFO_NUMBERS = ("depth", "nodes_expanded", "memo_hits", "table_size", "tree_nodes", "pruned", "p_best",
-                 "threshold", "quantile", "draws", "seed", "draws_used", "dropped_draws", "value_depth")
+_INFO_NUMBERS = ("depth", "nodes_expanded", "memo_hits", "table_size", "tree_nodes", "pruned", "noops", "certain",
+                 "p_best", "threshold", "quantile", "draws", "seed", "draws_used", "dropped_draws", "value_depth")
 _INFO_WORDS = {"depth_rule": ("auto",)}
 
 

@@ -18,6 +18,7 @@ from lookahead.bounded import (
     CERTIFIED,
     PRICE,
     BoundedSearch,
+    separation_table_terms,
 )
 from lookahead.layout import NOT_TAKEN
 from lookahead.search import expectimax
@@ -136,6 +137,43 @@ def test_the_separation_bound_is_tighter_where_states_need_telling_apart():
     r_step = step.plan(s.node.outcome_of, budget=10**9, tol_abs=0.0, tol_rel=0.0)
     r_sep = sep.plan(s.node.outcome_of, budget=10**9, tol_abs=0.0, tol_rel=0.0)
     assert r_step.up == pytest.approx(v, abs=1e-9) and r_sep.up == pytest.approx(v, abs=1e-9)
+
+
+def test_without_its_tables_the_separation_bound_stays_admissible_and_costs_no_terms():
+    """The fallback a small budget takes: no two-state tables, still a tip bound between the step bound and V*."""
+    from planner.generators import benchmark_domain
+
+    s = planner.Session(planner.Domain.from_dict(benchmark_domain(8, 8, seed=1)))
+    c, n = s.compiled, s.node
+    full, bare = _search(s), _search(s, separation_tables=False)
+    step = _search(s, bound=BOUND_UNLOCK_STEP)
+    terms = separation_table_terms(c.lik, n.admission.admitted, c.cost, c.limits)
+    assert full.table_terms == terms > 0 and bare.table_terms == step.table_terms == 0
+    assert bare.tables.pair_id.shape == (1, 1) and full.tables.pair_id.shape == (8, 8)
+    oc = n.outcome_of
+    a, b, z = full.node(oc), bare.node(oc), step.node(oc)
+    v = _v_star(n)
+    assert step.graph.lh[z] - 1e-12 <= min(bare.graph.lh[b], full.graph.lh[a])
+    assert max(bare.graph.lh[b], full.graph.lh[a]) <= v + 1e-9
+    assert bare.graph.lh[b] < full.graph.lh[a]  # the tables are what prices noisy evidence here (not everywhere)
+    r = bare.plan(oc, budget=10**9, tol_abs=0.0, tol_rel=0.0)
+    assert r.stopped == CERTIFIED and r.up == pytest.approx(v, abs=1e-9)
+
+
+def test_the_table_terms_grow_with_the_observations_that_tell_states_apart():
+    from planner.generators import benchmark_domain
+
+    def terms(n_obs, n_states=8):
+        c = planner.compile_domain(planner.Domain.from_dict(benchmark_domain(n_obs, n_states, seed=1)))
+        every = np.ones(len(c.obs_names), dtype=bool)
+        return separation_table_terms(c.lik, every, c.cost, c.limits), c
+
+    t12, c = terms(12)
+    t24, _ = terms(24)
+    assert 0 < t12 < t24
+    none = np.zeros(len(c.obs_names), dtype=bool)
+    assert separation_table_terms(c.lik, none, c.cost, c.limits) < t12  # nothing admitted: the stop pass alone
+    assert terms(12, 32)[0] == 0  # past PAIR_MAX_STATES no tables are built
 
 
 def test_the_assignment_is_the_best_permutation():

@@ -193,3 +193,72 @@ def test_a_decision_does_not_depend_on_what_was_planned_before():
     for a, b in zip(cold, warm):
         assert a.observe == b.observe and a.info["interval"] == b.info["interval"]
         assert [r.extra for r in a.candidates] == [r.extra for r in b.candidates]
+
+
+def _exact_value(node):
+    from lookahead.search import expectimax
+
+    c = node.compiled
+    return expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
+                      len(c.obs_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
+                      c.n_values, max_nodes=5_000_000).value
+
+
+def test_the_separation_tables_are_charged_as_a_phase_of_the_decision():
+    """The best-first search's two-state tables count against the budget, in work units, and show in the receipt."""
+    from lookahead.bounded import separation_table_terms
+    from planner.policies.bounded import DEEPENING_SHARE, TABLE_UNIT, node_work
+
+    d = planner.Domain.from_dict(benchmark_domain(14, 8, seed=3, chain=3))
+    s = planner.Session(d, Bounded(work=100_000_000))
+    node, c = s.node, s.compiled
+    info = s.next().info
+    names = [p["search"] for p in info["phases"]]
+    assert names[:3] == ["exhaustive", "separation tables", "best-first"]
+    tables = info["phases"][1]
+    terms = separation_table_terms(c.lik, node.admission.admitted, c.cost, c.limits)
+    assert tables == {"search": "separation tables", "nodes": 0, "work": terms * TABLE_UNIT, "finished": True}
+    assert info["work"] == sum(p["work"] for p in info["phases"])
+    _, bf_unit = node_work(c)
+    slack = len(c.obs_names) * c.lik.shape[1] * bf_unit  # the rest of the expansion that reached the budget
+    allowance = 100_000_000 - info["phases"][0]["work"] - tables["work"] - int(100_000_000 * DEEPENING_SHARE)
+    assert info["phases"][2]["work"] <= allowance + slack
+    assert info["work"] <= 100_000_000 + slack
+    assert info["nodes_expanded"] == sum(p["nodes"] for p in info["phases"])
+
+
+@pytest.mark.parametrize("exhaustive_first", [True, False])
+def test_a_budget_below_the_table_cost_plans_without_the_tables(exhaustive_first):
+    """The tables are not built when they would cost more than their share: the search keeps the budget, and the
+    interval is still a bound."""
+    from lookahead.bounded import separation_table_terms
+    from planner.policies.bounded import TABLE_UNIT, node_work
+
+    d = planner.Domain.from_dict(benchmark_domain(14, 8, seed=3, chain=3))
+    node = planner.Session(d).node
+    c = node.compiled
+    cost = separation_table_terms(c.lik, node.admission.admitted, c.cost, c.limits) * TABLE_UNIT
+    work = cost if not exhaustive_first else 2 * cost  # the best-first allowance is then below 2 x cost
+    pl = Bounded(work=work, exhaustive_first=exhaustive_first)._plan(node)
+    tables = next(p for p in pl.phases if p["search"] == "separation tables")
+    assert tables == {"search": "separation tables", "nodes": 0, "work": 0, "finished": False}
+    assert pl.method == "best-first" and pl.stopped != "certified"
+    _, bf_unit = node_work(c)
+    assert pl.work <= work + len(c.obs_names) * c.lik.shape[1] * bf_unit
+    best_first = next(p for p in pl.phases if p["search"] == "best-first")
+    assert best_first["nodes"] > 0
+    v = _exact_value(node)
+    assert pl.lo - 1e-9 <= v <= pl.up + 1e-9
+
+
+def test_the_depth_first_phases_report_pruned_noops_and_certain():
+    d = planner.Domain.from_dict(benchmark_domain(14, 8, seed=3, chain=3))
+    node = planner.Session(d).node
+    pl = Bounded(work=100_000_000)._plan(node)
+    for p in pl.phases:
+        if p["search"] in ("exhaustive", "depth-limited"):
+            assert {"pruned", "noops", "certain"} <= set(p) and all(isinstance(p[k], int) for k in ("noops", "certain"))
+    deep = next(p for p in pl.phases if p["search"] == "depth-limited")
+    full = Bounded(work=10**11)._plan(node).phases[0]  # the exhaustive search, finished
+    assert full["finished"] and full["pruned"] + full["noops"] + full["certain"] > 0
+    assert deep["pruned"] + deep["noops"] + deep["certain"] > 0

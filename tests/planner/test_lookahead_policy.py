@@ -116,7 +116,7 @@ def test_seed_case_rows_and_plan(payment):
     approved = info["plan"]["outcomes"]["approved"]
     assert approved["then"] == {"stop": "release", "expected_loss": pytest.approx(0.8197, abs=1e-4)}
     assert info["plan_text"] == "approval_registry -> {approved: RELEASE, pending: HOLD}  (Q_2 1.193 vs stop 4.850)"
-    for key in ("nodes_expanded", "memo_hits", "table_size", "tree_nodes", "pruned"):
+    for key in ("nodes_expanded", "memo_hits", "table_size", "tree_nodes", "pruned", "noops", "certain"):
         assert isinstance(info[key], int)
     s.record("approval_registry", "pending")
     stop = s.next()

@@ -210,6 +210,18 @@ def test_a_consumer_with_the_entitlement_sees_the_source(chained):
     assert red["redacted_for"] == ["secret.read"]
 
 
+def test_the_search_counts_survive_redaction_and_the_plan_does_not(chained):
+    s = planner.Session(chained, "lookahead:3", caller=planner.Caller(entitlements=["secret.read"]))
+    simulate(s, {"x": "a"})
+    receipt = s.receipt()
+    red = redact_receipt(receipt, chained, ["secret.read"])
+    validate_receipt(red)
+    info, kept = receipt["steps"][0]["policy_info"], red["steps"][0]["policy_info"]
+    for key in ("nodes_expanded", "pruned", "noops", "certain"):
+        assert isinstance(info[key], int) and kept[key] == info[key]
+    assert "plan" in info and "plan" not in kept and "plan_text" not in kept
+
+
 def test_redaction_refuses_another_domain(chained, payment):
     s = planner.Session(chained, caller=planner.Caller(entitlements=["secret.read"]))
     simulate(s, {"x": "a"})
