@@ -92,3 +92,14 @@ def test_coverage_falls_on_a_skewed_population_at_small_n():
     assert r["coverage"] < 0.5
     with pytest.raises(ValueError, match="method"):
         interval_coverage(pop, 5, method="t")
+
+
+def test_normal_quantile_matches_the_standard_library():
+    from statistics import NormalDist
+
+    from studies.stats import _phi, _phi_inv
+
+    nd = NormalDist()
+    for p in (1e-6, 0.001, 0.05, 0.3, 0.5, 0.8, 0.95, 0.999, 1 - 1e-6):
+        assert _phi_inv(p) == pytest.approx(nd.inv_cdf(p), rel=1e-10, abs=1e-12)
+        assert _phi(nd.inv_cdf(p)) == pytest.approx(p, rel=1e-10)
