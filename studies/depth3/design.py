@@ -10,7 +10,7 @@ from __future__ import annotations
 from planner.policies.registry import study_specs
 
 __all__ = ["POLICIES", "BASELINE", "SELECT_SEEDS", "TEST_SEEDS", "SEEDS", "PRICES", "ANCHORED", "NODE_MS",
-           "EVAL_CAP", "EVAL_WORK", "LEVEL", "ALPHA", "N_BOOT", "BOOT_SEED", "EQ", "budget_level", "structure",
+           "EVAL_CAP", "EVAL_WORK", "LEVEL", "ALPHA", "N_BOOT", "BOOT_SEED", "EQ", "MIN_N", "budget_level", "structure",
            "BUDGET_LEVELS", "STRUCTURES", "MIXES"]
 
 #: Every policy the study measures, on every case (the registry's study specs, in its order).
@@ -47,6 +47,9 @@ LEVEL = 0.90
 ALPHA = 0.10
 N_BOOT = 2000
 BOOT_SEED = 24
+#: Fewest cases a cell needs for an interval, a p-value (and so verdict A), and for the ``fallback`` rule to
+#: trust it over the pooled cell.
+MIN_N = 5
 #: Two losses closer than this are equal (a case "gains" when its net gain exceeds it).
 EQ = 1e-9
 

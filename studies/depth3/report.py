@@ -16,8 +16,8 @@ import math
 import sys
 from pathlib import Path
 
-from studies.depth3.design import (ALPHA, ANCHORED, BASELINE, EVAL_CAP, EVAL_WORK, LEVEL, MIXES, N_BOOT, NODE_MS,
-                                   PRICES, SELECT_SEEDS, TEST_SEEDS)
+from studies.depth3.design import (ALPHA, ANCHORED, BASELINE, EVAL_CAP, EVAL_WORK, LEVEL, MIN_N, MIXES, N_BOOT,
+                                   NODE_MS, PRICES, SELECT_SEEDS, TEST_SEEDS)
 from studies.depth3.select import (Cases, coverage_table, load_rows, out_of_sample, policy_summary, reweighted,
                                    selection_map)
 
@@ -32,13 +32,13 @@ COVERAGE_POLICIES = ("lookahead:2", "lookahead:3", "bounded", "hec", "blinkered-
 def _n(v, d: int = 3) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    return f"{v:+.{d}f}" if d >= 0 else f"{v:g}"
+    return f"{round(v, d) + 0.0:+.{d}f}"  # + 0.0: no "-0.000"
 
 
 def _ci(lo, hi) -> str:
     if any(isinstance(x, float) and math.isnan(x) for x in (lo, hi)):
         return "-"
-    return f"[{lo:+.3f}, {hi:+.3f}]"
+    return f"[{_n(lo)}, {_n(hi)}]"
 
 
 def _table(header, rows) -> list:
@@ -72,7 +72,8 @@ def _plot(smap, folder: Path) -> tuple:
         ax.text(j, i, f"{r['best']}{mark}\n{r['mean_gain']:+.3f}", ha="center", va="center", fontsize=6.5)
     ax.imshow(grid, cmap=cmap, vmin=-0.5, vmax=max(len(names), 2) - 0.5, aspect="auto", alpha=0.55)
     ax.set_xticks(range(len(prices)), [p if p == ANCHORED else f"{p}/ms" for p in prices], fontsize=7)
-    ax.set_yticks(range(len(regions)), regions, fontsize=7)
+    sizes = {r["region"]: r["n"] for r in smap}
+    ax.set_yticks(range(len(regions)), [f"{g} (n={sizes[g]})" for g in regions], fontsize=7)
     ax.set_title("Best policy by mean net gain over one-step (* verdict A), chosen on seeds "
                  f"{SELECT_SEEDS[0]}-{SELECT_SEEDS[-1]}", fontsize=8)
     fig.tight_layout()
@@ -123,8 +124,16 @@ def _render(meta, cases, smap, oos, cov, summary, mixes, plots, plot_note) -> st
           f"Chosen on seeds {SELECT_SEEDS[0]}-{SELECT_SEEDS[-1]}. Per region (budget level / structure) and price "
           f"(loss per ms of planning; *anchored* = each case's own latency weight): the best policy by mean net "
           f"gain over {BASELINE}, its {LEVEL:.0%} BCa interval, the Benjamini-Hochberg adjusted p over all "
-          f"{len(smap)} cells, verdict A, the share of cases it gains on (B, descriptive) and the runner-up. "
+          f"{len(smap)} cells, verdict A (a cell needs {MIN_N} cases for an interval and a p), the share of cases it gains on (B, descriptive) and the runner-up. "
           f"`capped` counts cases where the best's loss is a bound (its upper bound is used).", ""]
+    L += ["At a glance (all selection cases pooled; the out-of-sample `pooled` rule of section 2 uses exactly "
+          "these):", ""]
+    L += _table(["price", "best", "mean gain", f"{LEVEL:.0%} BCa", "A", "runner-up (gain)"],
+                [[r["price"], f"`{r['best']}`", _n(r["mean_gain"]), _ci(r["ci_lo"], r["ci_hi"]),
+                  "yes" if r["verdict_a"] else "no",
+                  f"`{r['runner_up']}` ({_n(r['runner_up_gain'])})" if r["runner_up"] else "-"]
+                 for r in smap if r["region"] == "all"])
+    L += ["", "Every cell:", ""]
     L += _table(["region", "price", "n", "best", "mean gain", f"{LEVEL:.0%} BCa", "q (BH)", "A", "B share",
                  "capped", "runner-up (gain)"],
                 [[r["region"], r["price"], r["n"], f"`{r['best']}`", _n(r["mean_gain"]), _ci(r["ci_lo"], r["ci_hi"]),
@@ -134,15 +143,17 @@ def _render(meta, cases, smap, oos, cov, summary, mixes, plots, plot_note) -> st
     L += [""]
     L += ([f"![selection map]({p})" for p in plots] or [plot_note]) + [""]
     L += ["## 2. Out of sample: the map's regret on held-out cases", "",
-          "The map above applied to the held-out seeds and to the shipped domains (a case takes its region's "
-          "cell, else the pooled `all` cell; one-step where the chosen policy has no loss). Regret: the chosen "
-          "policy's net loss minus the best net loss any policy has on that case (per-case oracle). Gain: over "
-          "one-step. `always bounded` is the regret of always using `bounded`, for scale.", ""]
-    L += _table(["held out", "price", "n", "regret", f"{LEVEL:.0%} BCa", "gain", f"{LEVEL:.0%} BCa",
-                 "always bounded", "capped", "policies used"],
-                [[r["split"], r["price"], r["n"], _n(r["regret"]), _ci(r["regret_lo"], r["regret_hi"]),
-                  _n(r["gain"]), _ci(r["gain_lo"], r["gain_hi"]), _n(r["bounded_regret"]), r["capped"],
-                  r["policies_used"]] for r in oos])
+          "The map above applied to the held-out seeds and to the shipped domains by three rules: `cell` (the "
+          "case's region's best), `fallback` (the region's best only where that cell had at least "
+          f"{MIN_N} selection cases, else the pooled `all` cell's) and `pooled` (the `all` cell's best); each "
+          "uses one-step where its choice has no loss. Regret: the chosen policy's net loss minus the least "
+          "net loss any policy has on that case (per-case oracle). Gain: over one-step. `always bounded` and "
+          "`always one-step` are the regrets of those fixed choices, for scale.", ""]
+    L += _table(["held out", "rule", "price", "n", "regret", f"{LEVEL:.0%} BCa", "gain", f"{LEVEL:.0%} BCa",
+                 "always bounded", "always one-step", "capped", "policies used"],
+                [[r["split"], r["rule"], r["price"], r["n"], _n(r["regret"]), _ci(r["regret_lo"], r["regret_hi"]),
+                  _n(r["gain"]), _ci(r["gain_lo"], r["gain_hi"]), _n(r["bounded_regret"]),
+                  _n(r["onestep_regret"]), r["capped"], r["policies_used"]] for r in oos])
     L += ["", "## 3. Evidence", "", "### Every policy, pooled over the generated cases, at the anchored price", ""]
     L += _table(["policy", "usable / n", "capped", "mean gain", f"{LEVEL:.0%} BCa", "share gaining"],
                 [[f"`{r['policy']}`", f"{r['usable']} / {r['n']}", r["capped"], _n(r["mean_gain"]),
@@ -173,7 +184,8 @@ def _render(meta, cases, smap, oos, cov, summary, mixes, plots, plot_note) -> st
           f"- Planning cost = price x {NODE_MS:g} ms per counted search node x search nodes per episode "
           "(`docs/depth-study.md`: where the constant comes from). No clock is read for any result.",
           f"- Prices: anchored (each case's `budget.weights.latency_ms`), and the sweep {list(PRICES)} loss per ms.",
-          f"- Verdict A: BCa {LEVEL:.0%} interval above 0 and BH-adjusted Wilcoxon p < {ALPHA:g}. "
+          f"- Verdict A: BCa {LEVEL:.0%} interval above 0 and BH-adjusted p < {ALPHA:g} (sign-flip permutation test of "
+          "the mean gain: a rank test would weigh a 1e-7 planning-cost loss as a full rank). "
           "Verdict B: the share of cases gaining (descriptive; not a test, and not the rule that decides A).",
           f"- Bootstrap: {N_BOOT} resamples, seeded; cases are the resampling unit.", ""]
     L += ["## 4. What is not known", "",

@@ -63,7 +63,7 @@ class Config:
 
     @classmethod
     def preview(cls) -> "Config":
-        return cls(instances=4, max_obs=12, label="preview")
+        return cls(instances=8, max_obs=14, label="preview")
 
 
 @attrs.frozen

@@ -16,8 +16,9 @@ Definitions (``docs/depth-study.md`` states them for readers):
   same case set); the **best** is the candidate with the largest mean
   pessimistic gain (ties: registry order), the **runner-up** the next;
 - **verdict A**: the best's BCa interval lies above 0 and its
-  Benjamini-Hochberg adjusted p (Wilcoxon signed-rank, two-sided, over every
-  cell whose best is not one-step) is below :data:`~studies.depth3.design.ALPHA`;
+  Benjamini-Hochberg adjusted p (the sign-flip permutation test of the mean
+  gain, two-sided, :func:`studies.stats.sign_flip_test`, over every cell
+  whose best is not one-step and that has enough cases) is below :data:`~studies.depth3.design.ALPHA`;
   **B** (descriptive, not a test): the share of the cell's cases the best
   gains on.
 """
@@ -28,9 +29,9 @@ import math
 
 import numpy as np
 
-from studies.depth3.design import (ALPHA, ANCHORED, BASELINE, BOOT_SEED, BUDGET_LEVELS, EQ, LEVEL, N_BOOT, NODE_MS,
-                                   PRICES, STRUCTURES)
-from studies.stats import bca_interval, benjamini_hochberg, wilcoxon_signed_rank
+from studies.depth3.design import (ALPHA, ANCHORED, BASELINE, BOOT_SEED, BUDGET_LEVELS, EQ, LEVEL, N_BOOT, MIN_N,
+                                   NODE_MS, PRICES, STRUCTURES)
+from studies.stats import bca_interval, benjamini_hochberg, sign_flip_test
 
 __all__ = ["Cases", "load_rows", "selection_map", "out_of_sample", "policy_summary", "price_label",
            "reweighted", "coverage_table"]
@@ -127,10 +128,13 @@ def _regions(cases: Cases, mask) -> list:
     return ["all"] + [r for r in ordered if r in present]
 
 
-def _best_two(g: np.ndarray, candidates) -> tuple:
-    means = [(float(g[:, j].mean()), -j, j) for j in candidates]
+def _best_two(g: np.ndarray, candidates, base: int) -> tuple:
+    """The best and the runner-up by mean gain; a policy must beat one-step (gain 0) by more than EQ to be best."""
+    means = [(float(g[:, j].mean()), -j, j) for j in candidates if j != base]
     means.sort(reverse=True)
-    return means[0][2], (means[1][2] if len(means) > 1 else None)
+    if not means or means[0][0] <= EQ:
+        return base, (means[0][2] if means else None)
+    return means[0][2], (means[1][2] if len(means) > 1 else base)
 
 
 def selection_map(cases: Cases, split: str = "select", prices=None) -> list:
@@ -151,15 +155,15 @@ def selection_map(cases: Cases, split: str = "select", prices=None) -> list:
         cand = [j for j in range(len(cases.policies)) if cases.ok[m, j].all()]
         for price in prices:
             g = cases.gain(price)[m]
-            best, second = _best_two(g, cand)
+            best, second = _best_two(g, cand, cases.base)
             gb = g[:, best]
             n = int(m.sum())
-            if best == cases.base or n < 2:
-                lo = hi = float(gb.mean()) if best == cases.base else math.nan
+            if best == cases.base or n < MIN_N:
+                lo = hi = 0.0 if best == cases.base else math.nan
                 p = math.nan
             else:
                 lo, hi = bca_interval(gb, level=LEVEL, n_boot=N_BOOT, seed=BOOT_SEED)
-                p = wilcoxon_signed_rank(gb).p_value if np.any(np.abs(gb) > EQ) else 1.0
+                p = sign_flip_test(gb, seed=BOOT_SEED)
             out.append({"region": region, "price": price_label(price), "n": n, "best": cases.policies[best],
                         "mean_gain": float(gb.mean()), "ci_lo": lo, "ci_hi": hi, "p": p,
                         "share_gaining": float((gb > EQ).mean()), "capped": int(cases.capped[m, best].sum()),
@@ -173,28 +177,38 @@ def selection_map(cases: Cases, split: str = "select", prices=None) -> list:
     return out
 
 
-def _choice(smap: list, cases: Cases, i: int, price) -> int:
-    """The map's policy for case i at a price: its region's cell, else the pooled cell; one-step if not usable."""
+#: The selection rules applied out of sample: ``cell`` takes the case's region's best; ``fallback`` takes it
+#: only when the cell had at least :data:`MIN_N` cases on the selection seeds, else the pooled cell's best;
+#: ``pooled`` always the pooled cell's best. Each falls back to one-step where its choice has no loss.
+RULES = ("cell", "fallback", "pooled")
+
+
+def _choice(smap: list, cases: Cases, i: int, price, rule: str = "cell") -> int:
+    """The policy a selection rule picks for case i at a price (see :data:`RULES`)."""
     label = price_label(price)
-    by = {(r["region"], r["price"]): r["best"] for r in smap}
-    for region in (cases.region[i], "all"):
-        name = by.get((region, label))
-        if name is not None:
-            j = cases.policies.index(name)
+    by = {(r["region"], r["price"]): r for r in smap}
+    cell = by.get((cases.region[i], label))
+    regions = {"cell": [cases.region[i], "all"], "pooled": ["all"],
+               "fallback": [cases.region[i], "all"] if cell is not None and cell["n"] >= MIN_N else ["all"]}[rule]
+    for region in regions:
+        r = by.get((region, label))
+        if r is not None:
+            j = cases.policies.index(r["best"])
             if cases.ok[i, j]:
                 return j
     return cases.base
 
 
-def out_of_sample(cases: Cases, smap: list, split: str, prices=None) -> list:
+def out_of_sample(cases: Cases, smap: list, split: str, prices=None, rules=RULES) -> list:
     """The map (chosen on the selection split) applied to `split`'s cases: regret and gain, with BCa intervals.
 
     Per case, **regret** is the chosen policy's pessimistic net loss minus
     the least pessimistic net loss of any policy on that case (the per-case
     oracle); **gain** is one-step's net loss minus the chosen policy's.
-    Rows per price: ``n``, ``regret`` [``regret_lo``, ``regret_hi``],
-    ``gain`` [``gain_lo``, ``gain_hi``], ``bounded_regret`` (always
-    ``bounded``, for scale) and ``capped`` (cases whose chosen row is capped).
+    Rows per price and rule (:data:`RULES`): ``n``, ``regret``
+    [``regret_lo``, ``regret_hi``], ``gain`` [``gain_lo``, ``gain_hi``],
+    ``bounded_regret`` and ``onestep_regret`` (always ``bounded``, always
+    one-step, for scale) and ``capped`` (cases whose chosen row is capped).
     """
     prices = [ANCHORED, *PRICES] if prices is None else list(prices)
     idx = np.flatnonzero(cases.split == split)
@@ -206,21 +220,23 @@ def out_of_sample(cases: Cases, smap: list, split: str, prices=None) -> list:
         net = cases.net(price, True)
         net_lo = cases.net(price, False)
         oracle = np.nanmin(net[idx], axis=1)
-        ch = np.array([_choice(smap, cases, i, price) for i in idx])
-        chosen = net[idx, ch]
-        regret = chosen - oracle
-        gain = net_lo[idx, cases.base] - chosen
         bnet = np.where(cases.ok[idx, jb], net[idx, jb], net[idx, cases.base])
-        row = {"split": split, "price": price_label(price), "n": int(idx.size),
-               "regret": float(regret.mean()), "gain": float(gain.mean()),
-               "bounded_regret": float((bnet - oracle).mean()),
-               "capped": int(cases.capped[idx, ch].sum()),
-               "policies_used": " ".join(sorted({cases.policies[j] for j in ch}))}
-        for name, v in (("regret", regret), ("gain", gain)):
-            lo, hi = (bca_interval(v, level=LEVEL, n_boot=N_BOOT, seed=BOOT_SEED) if v.size >= 2
-                      else (math.nan, math.nan))
-            row[f"{name}_lo"], row[f"{name}_hi"] = lo, hi
-        out.append(row)
+        for rule in rules:
+            ch = np.array([_choice(smap, cases, i, price, rule) for i in idx])
+            chosen = net[idx, ch]
+            regret = chosen - oracle
+            gain = net_lo[idx, cases.base] - chosen
+            row = {"split": split, "rule": rule, "price": price_label(price), "n": int(idx.size),
+                   "regret": float(regret.mean()), "gain": float(gain.mean()),
+                   "bounded_regret": float((bnet - oracle).mean()),
+                   "onestep_regret": float((net[idx, cases.base] - oracle).mean()),
+                   "capped": int(cases.capped[idx, ch].sum()),
+                   "policies_used": " ".join(sorted({cases.policies[j] for j in ch}))}
+            for name, v in (("regret", regret), ("gain", gain)):
+                lo, hi = (bca_interval(v, level=LEVEL, n_boot=N_BOOT, seed=BOOT_SEED) if v.size >= 2
+                          else (math.nan, math.nan))
+                row[f"{name}_lo"], row[f"{name}_hi"] = lo, hi
+            out.append(row)
     return out
 
 

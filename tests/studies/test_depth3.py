@@ -10,7 +10,7 @@ import pytest
 
 from studies.depth3 import report as rep
 from studies.depth3.design import ANCHORED, NODE_MS, budget_level, structure
-from studies.depth3.select import Cases, out_of_sample, reweighted, selection_map
+from studies.depth3.select import Cases, _choice, out_of_sample, reweighted, selection_map
 from studies.tables import write_csv
 
 POLICIES = ("none", "one-step", "lookahead:2", "bounded")
@@ -31,17 +31,17 @@ def _rows(spec):
 def _spec():
     # lookahead:2 gains 1.0 on every tight case but counts 1e6 nodes: at 1e-2 loss/ms that is 23 loss units
     spec = {}
-    for k in range(6):
-        split = "select" if k < 4 else "test"
+    for k in range(8):
+        split = "select" if k < 6 else "test"
         spec[f"c{k}"] = (split, ("tight", "gated"), 1e-3, {
             "none": (5.0, 5.0, 2, False), "one-step": (3.0, 3.0, 10, False),
             "lookahead:2": (2.0 - 0.1 * k, 2.0 - 0.1 * k, 1e6, False),
             "bounded": (2.5, 2.5, 100, False)})
     # a loose case where bounded is capped: bounds [1.0, 4.0], its pessimistic gain negative
-    spec["c6"] = ("select", ("loose", "plain"), 0.0, {
+    spec["c8"] = ("select", ("loose", "plain"), 0.0, {
         "none": (5.0, 5.0, 2, False), "one-step": (3.0, 3.0, 10, False),
         "lookahead:2": (3.0, 3.0, 50, False), "bounded": (1.0, 4.0, math.nan, True)})
-    spec["c7"] = ("select", ("loose", "plain"), 0.0, {
+    spec["c9"] = ("select", ("loose", "plain"), 0.0, {
         "none": (5.0, 5.0, 2, False), "one-step": (3.0, 3.0, 10, False),
         "lookahead:2": (3.0, 3.0, 50, False), "bounded": (math.nan, math.nan, math.nan, False)})
     return spec
@@ -59,11 +59,11 @@ def test_net_gain_is_priced_from_counted_nodes():
 
 def test_capped_rows_use_the_upper_bound_and_imputed_nodes():
     c = Cases(_rows(_spec()), POLICIES)
-    i, j = c.cases.index("c6"), POLICIES.index("bounded")
+    i, j = c.cases.index("c8"), POLICIES.index("bounded")
     assert c.capped[i, j] and c.imputed[i, j]
     assert c.nodes[i, j] == 100  # the most bounded counts on an uncapped case
     assert c.gain(0.0)[i, j] == pytest.approx(3.0 - 4.0)
-    assert not c.ok[c.cases.index("c7"), j]  # failed: no loss, no bounds
+    assert not c.ok[c.cases.index("c9"), j]  # failed: no loss, no bounds
 
 
 def test_the_map_moves_with_the_price_and_excludes_failed_policies():
@@ -83,16 +83,35 @@ def test_the_map_moves_with_the_price_and_excludes_failed_policies():
 def test_out_of_sample_regret_against_the_per_case_oracle():
     c = Cases(_rows(_spec()), POLICIES)
     smap = selection_map(c, "select", prices=[0.0])
-    (row,) = out_of_sample(c, smap, "test", prices=[0.0])
-    # test cases c4, c5 are tight/gated: the map picks lookahead:2, which is also each case's best
+    (row,) = out_of_sample(c, smap, "test", prices=[0.0], rules=("cell",))
+    # test cases c6, c7 are tight/gated: the map picks lookahead:2, which is also each case's best
     assert row["n"] == 2 and row["regret"] == pytest.approx(0.0)
-    assert row["gain"] == pytest.approx(np.mean([3.0 - 1.6, 3.0 - 1.5]))
-    assert row["bounded_regret"] == pytest.approx(np.mean([2.5 - 1.6, 2.5 - 1.5]))
+    assert row["gain"] == pytest.approx(np.mean([3.0 - 1.4, 3.0 - 1.3]))
+    assert row["bounded_regret"] == pytest.approx(np.mean([2.5 - 1.4, 2.5 - 1.3]))
+    assert row["onestep_regret"] == pytest.approx(np.mean([3.0 - 1.4, 3.0 - 1.3]))
+    # at 1e-2/ms the map picks bounded; lookahead:2's nodes make it the worse choice on the test cases too
+    (row,) = out_of_sample(c, selection_map(c, "select", prices=[1e-2]), "test", prices=[1e-2], rules=("cell",))
+    assert row["policies_used"] == "bounded" and row["regret"] == pytest.approx(0.0)
+
+
+def test_a_tie_with_one_step_goes_to_one_step():
+    spec = {f"t{k}": ("select", ("none", "plain"), 0.0, {p: (3.0, 3.0, 1, False) for p in POLICIES})
+            for k in range(6)}
+    (cell,) = [r for r in selection_map(Cases(_rows(spec), POLICIES), "select", prices=[0.0]) if r["region"] == "all"]
+    assert cell["best"] == "one-step" and cell["ci_lo"] == 0.0 and not cell["verdict_a"]
+
+
+def test_fallback_rule_uses_the_pooled_cell_for_small_cells():
+    c = Cases(_rows(_spec()), POLICIES)
+    smap = selection_map(c, "select", prices=[0.0])
+    small = c.cases.index("c8")  # loose / plain: 2 selection cases
+    assert _choice(smap, c, small, 0.0, "fallback") == _choice(smap, c, small, 0.0, "pooled")
+    assert _choice(smap, c, 0, 0.0, "fallback") == _choice(smap, c, 0, 0.0, "cell")
 
 
 def test_reweighting_changes_the_pooled_choice():
     spec = _spec()
-    del spec["c7"]
+    del spec["c9"]
     for case in list(spec):
         split = spec[case][0]
         spec[case] = ("select" if split == "select" else "test", *spec[case][1:])

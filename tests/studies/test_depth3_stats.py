@@ -103,3 +103,29 @@ def test_normal_quantile_matches_the_standard_library():
     for p in (1e-6, 0.001, 0.05, 0.3, 0.5, 0.8, 0.95, 0.999, 1 - 1e-6):
         assert _phi_inv(p) == pytest.approx(nd.inv_cdf(p), rel=1e-10, abs=1e-12)
         assert _phi(nd.inv_cdf(p)) == pytest.approx(p, rel=1e-10)
+
+
+def test_sign_flip_by_hand_and_seeded():
+    from studies.stats import sign_flip_test
+
+    # (1, 2, 3): |mean| = 2 only for all-plus and all-minus, 2 of 8 patterns
+    assert sign_flip_test([1.0, 2.0, 3.0]) == 0.25
+    assert sign_flip_test([0.0, 0.0, 0.0]) == 1.0
+    x = np.random.default_rng(1).normal(0.3, 1.0, 40)
+    assert sign_flip_test(x, seed=3) == sign_flip_test(x, seed=3)
+    assert 0.0 < sign_flip_test(x, n_perm=500, seed=3) <= 1.0
+    # a tiny loss on many cases barely moves the mean-based test (a rank test would count each in full)
+    gains = np.array([1.0] * 8 + [-1e-7] * 12)
+    assert sign_flip_test(gains) < 0.01
+    with pytest.raises(ValueError, match="NaN"):
+        sign_flip_test([math.nan])
+
+
+@needs_scipy
+def test_sign_flip_matches_scipy_exact():
+    from studies.stats import sign_flip_test
+
+    x = np.array([0.4, -0.1, 1.3, 0.2, -0.6, 0.9, 0.05, 0.7])
+    r = sps.permutation_test((x,), np.mean, permutation_type="samples", n_resamples=10 ** 6,
+                             alternative="two-sided")
+    assert sign_flip_test(x) == pytest.approx(r.pvalue, rel=1e-12)
