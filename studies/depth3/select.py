@@ -65,6 +65,12 @@ class Cases:
         ``cases.csv`` rows (strings or typed values).
     policies : sequence of str
         The policies, in tie-breaking order (the registry's).
+
+    Examples
+    --------
+    >>> c = Cases(_example_rows(), ["one-step", "lookahead:2"])
+    >>> c.gain(0.0)[0].tolist(), str(c.region[0])
+    ([0.0, 1.0], 'tight / gated')
     """
 
     def __init__(self, rows, policies):
@@ -115,6 +121,17 @@ class Cases:
         return self.net(price, False)[:, [self.base]] - self.net(price, True)
 
 
+def _example_rows() -> list:
+    """Six selection and two test cases where lookahead:2 gains 1 over one-step (the doctests' data)."""
+    rows = []
+    for k in range(8):
+        for p, loss in (("one-step", 3.0), ("lookahead:2", 2.0)):
+            rows.append({"case": f"c{k}", "split": "select" if k < 6 else "test", "budget_level": "tight",
+                         "structure": "gated", "latency_weight": 1e-3, "policy": p, "loss_lo": loss,
+                         "loss_up": loss, "search_nodes_per_episode": 10 * (1 + k), "capped": False})
+    return rows
+
+
 def load_rows(path) -> list:
     """``cases.csv`` as a list of dicts (strings)."""
     from studies.tables import read_csv
@@ -144,6 +161,11 @@ def selection_map(cases: Cases, split: str = "select", prices=None) -> list:
     ``ci_lo``, ``ci_hi``, ``p``, ``q`` (BH-adjusted over the map's cells),
     ``share_gaining``, ``capped`` (cases whose best's row is capped),
     ``runner_up``, ``runner_up_gain``, ``verdict_a`` and ``candidates``.
+
+    >>> c = Cases(_example_rows(), ["one-step", "lookahead:2"])
+    >>> r = selection_map(c, prices=[0.0])[0]
+    >>> r["region"], r["best"], r["mean_gain"], r["verdict_a"], r["runner_up"]
+    ('all', 'lookahead:2', 1.0, True, 'one-step')
     """
     prices = [ANCHORED, *PRICES] if prices is None else list(prices)
     mask = cases.split == split
@@ -209,6 +231,11 @@ def out_of_sample(cases: Cases, smap: list, split: str, prices=None, rules=RULES
     [``regret_lo``, ``regret_hi``], ``gain`` [``gain_lo``, ``gain_hi``],
     ``bounded_regret`` and ``onestep_regret`` (always ``bounded``, always
     one-step, for scale) and ``capped`` (cases whose chosen row is capped).
+
+    >>> c = Cases(_example_rows(), ["one-step", "lookahead:2"])
+    >>> r = out_of_sample(c, selection_map(c, prices=[0.0]), "test", prices=[0.0], rules=("pooled",))[0]
+    >>> r["n"], r["regret"], r["gain"], r["policies_used"]
+    (2, 0.0, 1.0, 'lookahead:2')
     """
     prices = [ANCHORED, *PRICES] if prices is None else list(prices)
     idx = np.flatnonzero(cases.split == split)

@@ -173,3 +173,26 @@ def test_a_tiny_run_writes_every_output(tmp_path):
     assert res["cases"] == 5 and res["rows"] == 5 * len(ALL)
     for f in rep.OUTPUTS:
         assert (tmp_path / "o" / f).is_file(), f
+
+
+def test_run_cli_refuses_bad_counts(capsys):
+    from studies.depth3.run import main
+
+    assert main(["--preview", "--instances", "0"]) == 2
+    assert main(["--preview", "--workers", "0"]) == 2
+    assert "--workers must be >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (PREVIEW / "cases.csv").is_file(), reason="no committed preview")
+def test_committed_rows_read_no_clock_and_cover_every_policy_on_every_case():
+    from studies.depth3.design import POLICIES as ALL
+    from studies.jobs import CLOCK_COLUMNS
+    from studies.tables import read_csv
+
+    rows = read_csv(PREVIEW / "cases.csv")
+    assert not set(rows[0]) & set(CLOCK_COLUMNS)
+    by_case = {}
+    for r in rows:
+        by_case.setdefault(r["case"], []).append(r["policy"])
+    assert all(sorted(v) == sorted(ALL) for v in by_case.values())
+    assert {r["split"] for r in rows} == {"select", "test", "shipped"}
