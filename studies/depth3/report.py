@@ -18,7 +18,7 @@ from pathlib import Path
 
 from studies.depth3.design import (ALPHA, ANCHORED, BASELINE, EVAL_CAP, EVAL_WORK, LEVEL, MIN_N, MIXES, N_BOOT,
                                    NODE_MS, PRICES, SELECT_SEEDS, TEST_SEEDS)
-from studies.depth3.select import (Cases, coverage_table, load_rows, out_of_sample, policy_summary, reweighted,
+from studies.depth3.select import (Cases, min_cases_for_verdict, coverage_table, load_rows, out_of_sample, policy_summary, reweighted,
                                    selection_map)
 
 __all__ = ["render_folder", "main", "OUTPUTS"]
@@ -120,11 +120,15 @@ def _render(meta, cases, smap, oos, cov, summary, mixes, plots, plot_note) -> st
     L += [f"Cases: {n_split['select']} generated on seeds {SELECT_SEEDS} (selection), {n_split['test']} on seeds "
           f"{TEST_SEEDS} (held out), {n_split['shipped']} shipped domains (held out). Every one of the "
           f"{len(cases.policies)} policies has a row on every case. Command: `{meta.get('command', '')}`.", ""]
+    tested = sum(not math.isnan(r["p"]) for r in smap)
+    need = min_cases_for_verdict(max(tested, 1))
+    reach = sum(r["n"] >= need for r in smap)
     L += ["## 1. The selection map", "",
           f"Chosen on seeds {SELECT_SEEDS[0]}-{SELECT_SEEDS[-1]}. Per region (budget level / structure) and price "
           f"(loss per ms of planning; *anchored* = each case's own latency weight): the best policy by mean net "
-          f"gain over {BASELINE}, its {LEVEL:.0%} BCa interval, the Benjamini-Hochberg adjusted p over all "
-          f"{len(smap)} cells, verdict A (a cell needs {MIN_N} cases for an interval and a p), the share of cases it gains on (B, descriptive) and the runner-up. "
+          f"gain over {BASELINE}, its {LEVEL:.0%} BCa interval, the Benjamini-Hochberg adjusted p over the "
+          f"{tested} cells tested (of {len(smap)}; with {tested} tests a cell needs at least {need} cases before "
+          f"its adjusted p can fall below {ALPHA:g}, whatever its gains: {reach} cells have that many), verdict A (a cell needs {MIN_N} cases for an interval and a p), the share of cases it gains on (B, descriptive) and the runner-up. "
           f"`capped` counts cases where the best's loss is a bound (its upper bound is used).", ""]
     L += ["At a glance (all selection cases pooled; the out-of-sample `pooled` rule of section 2 uses exactly "
           "these):", ""]
@@ -209,7 +213,8 @@ def _render(meta, cases, smap, oos, cov, summary, mixes, plots, plot_note) -> st
          "need a loss or bounds on every case of a cell"],
         ["BCa or studentised intervals with measured coverage", "built: BCa; coverage table in section 3"],
         ["Multiplicity correction across cells", "built: Benjamini-Hochberg over all cells"],
-        ["Model-error arm sized by power", "not built"],
+        ["Model-error arm sized by power", "not built (no model-error arm in this edition); for the map, the "
+         "cases a cell needs before BH can reach verdict A are computed (section 1)"],
         ["Blinkered VOI as Tolpin and Shimony; HEC", "measured as registry specs (`blinkered-repeat`, `hec`; "
          "docs/baselines.md says how they are adapted); their faithfulness is not re-checked here"],
         ["POUCT tuned inside its grid, time-matched and sim-matched", "not built in this edition"],

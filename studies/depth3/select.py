@@ -33,7 +33,7 @@ from studies.depth3.design import (ALPHA, ANCHORED, BASELINE, BOOT_SEED, BUDGET_
                                    NODE_MS, PRICES, STRUCTURES)
 from studies.stats import bca_interval, benjamini_hochberg, sign_flip_test
 
-__all__ = ["Cases", "load_rows", "selection_map", "out_of_sample", "policy_summary", "price_label",
+__all__ = ["min_cases_for_verdict", "Cases", "load_rows", "selection_map", "out_of_sample", "policy_summary", "price_label",
            "reweighted", "coverage_table"]
 
 
@@ -119,6 +119,25 @@ class Cases:
     def gain(self, price) -> np.ndarray:
         """Pessimistic net gain over one-step, cases x policies: one-step's optimistic minus p's pessimistic net."""
         return self.net(price, False)[:, [self.base]] - self.net(price, True)
+
+
+def min_cases_for_verdict(m: int, alpha: float = ALPHA, n_perm: int = 20000) -> int:
+    """The fewest cases a cell needs before its BH-adjusted p can fall below `alpha`, with `m` cells tested.
+
+    The sign-flip test's smallest p-value on n cases is ``2 / 2**n`` while it
+    enumerates (``2**n <= n_perm``), else ``1 / (1 + n_perm)``; a lone
+    discovery among `m` tests has BH-adjusted p ``m`` times its own. A cell
+    with fewer cases cannot reach verdict A whatever its gains (the issue's
+    "cannot reach significance" check, for the map).
+
+    >>> min_cases_for_verdict(1), min_cases_for_verdict(72)
+    (5, 11)
+    """
+    for n in range(1, 64):
+        floor = 2.0 / 2 ** n if 2 ** n <= n_perm else 1.0 / (1 + n_perm)
+        if m * floor < alpha:
+            return n
+    raise ValueError(f"no sample size reaches alpha = {alpha} with m = {m} tests")
 
 
 def _example_rows() -> list:
