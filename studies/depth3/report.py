@@ -192,11 +192,14 @@ def _render(meta, cases, smap, oos, cov, summary, mixes, plots, plot_note) -> st
           "the mean gain: a rank test would weigh a 1e-7 planning-cost loss as a full rank). "
           "Verdict B: the share of cases gaining (descriptive; not a test, and not the rule that decides A).",
           f"- Bootstrap: {N_BOOT} resamples, seeded; cases are the resampling unit.", ""]
+    sizes = sorted(r["n"] for r in smap if r["region"] != "all")
     L += ["## 4. What is not known", "",
-          "- The map's cells hold few cases each" + (" (preview: most cells have 1-3)" if preview else "")
-          + "; a cell's best is a noisy choice, which the out-of-sample regret measures, not removes.",
+          (f"- The regional cells hold {sizes[0]} to {sizes[-1]} selection cases each (median "
+           f"{sizes[len(sizes) // 2]}); a cell's best is a noisy choice, which the out-of-sample regret "
+           "measures, not removes." if sizes else "- No regional cell has a case."),
           "- The node-to-time conversion is one constant; a kernel faster or slower per node moves every priced "
-          "cell along the sweep.",
+          "cell along the sweep, and it prices a depth-first and a best-first node alike (bounded's phases "
+          "differ in work per node).",
           "- Capped rows use imputed planning nodes; their gains are pessimistic loss bounds.",
           "- The regret oracle is per case and chosen after the fact: it bounds what any map could do.",
           "- Model error, the POUCT peer and outside suites are not part of this edition's machinery yet "
@@ -208,11 +211,12 @@ def _render(meta, cases, smap, oos, cov, summary, mixes, plots, plot_note) -> st
         ["Anchored prices plus a sweep", "built: `anchored` column plus the sweep"],
         ["Verdict rules stated separately and labelled", "built: A (mean, interval, BH) and B (share) columns"],
         ["No wall-clock caps; node caps; every search phase counted", "built: counts only; nodes from "
-         "`search_nodes` (all phases' `nodes_expanded`)"],
+         "`search_nodes` (`bounded`'s `nodes_expanded` sums its phases)"],
         ["Capped cases as bounds in every table; same case set for all", "built: `capped` columns; candidates "
          "need a loss or bounds on every case of a cell"],
         ["BCa or studentised intervals with measured coverage", "built: BCa; coverage table in section 3"],
-        ["Multiplicity correction across cells", "built: Benjamini-Hochberg over all cells"],
+        ["Multiplicity correction across cells", "built: Benjamini-Hochberg over every cell tested (best not "
+         f"one-step, at least {MIN_N} cases)"],
         ["Model-error arm sized by power", "not built (no model-error arm in this edition); for the map, the "
          "cases a cell needs before BH can reach verdict A are computed (section 1)"],
         ["Blinkered VOI as Tolpin and Shimony; HEC", "measured as registry specs (`blinkered-repeat`, `hec`; "
