@@ -1,0 +1,83 @@
+"""The third edition's design: splits, prices, the node-to-time conversion, caps and verdict rules.
+
+One module the runner, the selection and the report all read. Every
+number a result depends on is here, so ``docs/depth-study.md`` and the
+report can state it.
+"""
+
+from __future__ import annotations
+
+from planner.policies.registry import study_specs
+
+__all__ = ["POLICIES", "BASELINE", "SELECT_SEEDS", "TEST_SEEDS", "SEEDS", "PRICES", "ANCHORED", "NODE_MS",
+           "EVAL_CAP", "EVAL_WORK", "LEVEL", "ALPHA", "N_BOOT", "BOOT_SEED", "EQ", "MIN_N", "budget_level", "structure",
+           "BUDGET_LEVELS", "STRUCTURES", "MIXES"]
+
+#: Every policy the study measures, on every case (the registry's study specs, in its order).
+POLICIES = study_specs()
+#: The reference policy: every gain is over it.
+BASELINE = "one-step"
+
+#: Generator seeds the selection map is chosen on, and the held-out seeds its regret is measured on.
+SELECT_SEEDS = (0, 1, 2)
+TEST_SEEDS = (3, 4)
+SEEDS = SELECT_SEEDS + TEST_SEEDS
+
+#: The price sweep, in loss units per millisecond of planning time; besides it every case is priced at its
+#: own latency weight (``budget.weights.latency_ms``: what the domain charges per ms of tool latency).
+PRICES = (0.0, 1e-5, 1e-4, 1e-3, 1e-2)
+#: The label of the anchored price in tables.
+ANCHORED = "anchored"
+
+#: Milliseconds of planning per counted search node. Planning time is never measured in this edition: it
+#: is the counted search nodes per episode (:func:`studies.measure.search_nodes`, every search phase's
+#: ``nodes_expanded``; rules that report no search count the eligible observations they value) times
+#: this constant, the median of ``planning_ms_per_episode / search_nodes_per_episode`` over the second
+#: edition's committed rows with more than 100 nodes (748 rows of ``studies/results/depth/cases.csv``).
+NODE_MS = 2.3e-3
+
+#: Distinct policy-tree nodes and search nodes one policy's exact evaluation may use on one case (the
+#: second edition's caps, counts, never the clock). Past either the row keeps bounds on its loss and is
+#: flagged ``capped``.
+EVAL_CAP = 30_000
+EVAL_WORK = 5_000_000
+
+#: Interval level, verdict A's adjusted-p threshold, bootstrap resamples and seed.
+LEVEL = 0.90
+ALPHA = 0.10
+N_BOOT = 2000
+BOOT_SEED = 24
+#: Fewest cases a cell needs for an interval, a p-value (and so verdict A), and for the ``fallback`` rule to
+#: trust it over the pooled cell.
+MIN_N = 5
+#: Two losses closer than this are equal (a case "gains" when its net gain exceeds it).
+EQ = 1e-9
+
+BUDGET_LEVELS = ("tight", "medium", "loose", "none")
+STRUCTURES = ("gated+chain", "gated", "chain", "plain")
+
+#: Structural mixes the generated cases are reweighted to: (gated share, chain share).
+MIXES = ((0.25, 0.2), (0.25, 0.8), (0.5, 0.5), (0.75, 0.2), (0.75, 0.8), (1.0, 1.0))
+
+
+def budget_level(data: dict) -> str:
+    """A domain's budget level from its calls limit: the wide generator's bands (1-3, 4-6, 7+, none).
+
+    >>> budget_level({"budget": {"limits": {"calls": 2}}}), budget_level({"budget": {"limits": {}}})
+    ('tight', 'none')
+    """
+    calls = ((data.get("budget") or {}).get("limits") or {}).get("calls")
+    if calls is None:
+        return "none"
+    return "tight" if calls <= 3 else "medium" if calls <= 6 else "loose"
+
+
+def structure(data: dict) -> str:
+    """A domain's structural class: gated (an action ``requires`` evidence), chain (an observation ``requires`` another).
+
+    >>> structure({"actions": {"a": {"requires": {"x": "y"}}}, "observations": {"o": {}}})
+    'gated'
+    """
+    gated = any("requires" in (a or {}) for a in (data.get("actions") or {}).values())
+    chain = any("requires" in (o or {}) for o in (data.get("observations") or {}).values())
+    return {(True, True): "gated+chain", (True, False): "gated", (False, True): "chain"}.get((gated, chain), "plain")

@@ -1,0 +1,364 @@
+"""The selection map and its out-of-sample regret, from the case rows alone.
+
+Definitions (``docs/depth-study.md`` states them for readers):
+
+- **net loss** of policy p on case i at price ``lam`` (loss per ms):
+  ``J_i(p) + lam * NODE_MS * nodes_i(p)``, where ``J`` is the exact expected
+  total loss and ``nodes`` the counted search nodes per episode; at the
+  **anchored** price ``lam`` is the case's own ``latency_weight``;
+- **net gain** over one-step: ``net_i(one-step) - net_i(p)``; for a capped
+  row the **pessimistic** gain uses the upper loss bound (``loss_up``) and its
+  planning nodes are imputed as the largest count the policy has on any
+  uncapped case (flagged);
+- a **cell** is a region (budget level x structural class, or ``all``) at one
+  price; a policy is a **candidate** in a cell only when it has a loss or
+  bounds on every case of the cell (so every candidate is averaged over the
+  same case set); the **best** is the candidate with the largest mean
+  pessimistic gain (ties: registry order), the **runner-up** the next;
+- **verdict A**: the best's BCa interval lies above 0 and its
+  Benjamini-Hochberg adjusted p (the sign-flip permutation test of the mean
+  gain, two-sided, :func:`studies.stats.sign_flip_test`, over every cell
+  whose best is not one-step and that has enough cases) is below :data:`~studies.depth3.design.ALPHA`;
+  **B** (descriptive, not a test): the share of the cell's cases the best
+  gains on.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from studies.depth3.design import (ALPHA, ANCHORED, BASELINE, BOOT_SEED, BUDGET_LEVELS, EQ, LEVEL, N_BOOT, MIN_N,
+                                   NODE_MS, PRICES, STRUCTURES)
+from studies.stats import bca_interval, benjamini_hochberg, sign_flip_test
+
+__all__ = ["min_cases_for_verdict", "Cases", "load_rows", "selection_map", "out_of_sample", "policy_summary", "price_label",
+           "reweighted", "coverage_table"]
+
+
+def _f(v) -> float:
+    if v is None or v == "" or (isinstance(v, str) and v.lower() == "nan"):
+        return math.nan
+    return float(v)
+
+
+def _b(v) -> bool:
+    return v is True or (isinstance(v, str) and v.lower() == "true")
+
+
+def price_label(price) -> str:
+    """``anchored`` or the price as ``%g``.
+
+    >>> price_label("anchored"), price_label(1e-4)
+    ('anchored', '0.0001')
+    """
+    return price if isinstance(price, str) else f"{price:g}"
+
+
+class Cases:
+    """The rows as arrays: cases x policies (loss bounds, nodes, flags), with each case's region and price.
+
+    Parameters
+    ----------
+    rows : list of dict
+        ``cases.csv`` rows (strings or typed values).
+    policies : sequence of str
+        The policies, in tie-breaking order (the registry's).
+
+    Examples
+    --------
+    >>> c = Cases(_example_rows(), ["one-step", "lookahead:2"])
+    >>> c.gain(0.0)[0].tolist(), str(c.region[0])
+    ([0.0, 1.0], 'tight / gated')
+    """
+
+    def __init__(self, rows, policies):
+        self.policies = list(policies)
+        cases = list(dict.fromkeys(r["case"] for r in rows))
+        self.cases = cases
+        ci = {c: k for k, c in enumerate(cases)}
+        pi = {p: k for k, p in enumerate(self.policies)}
+        shape = (len(cases), len(self.policies))
+        self.lo = np.full(shape, np.nan)
+        self.up = np.full(shape, np.nan)
+        self.nodes = np.full(shape, np.nan)
+        self.capped = np.zeros(shape, bool)
+        info = {}
+        for r in rows:
+            if r["policy"] not in pi:
+                continue
+            i, j = ci[r["case"]], pi[r["policy"]]
+            self.lo[i, j], self.up[i, j] = _f(r["loss_lo"]), _f(r["loss_up"])
+            self.nodes[i, j] = _f(r["search_nodes_per_episode"])
+            self.capped[i, j] = _b(r["capped"])
+            info[r["case"]] = r
+        self.split = np.array([info[c]["split"] for c in cases])
+        self.region = np.array([f"{info[c]['budget_level']} / {info[c]['structure']}" for c in cases])
+        self.structure = np.array([info[c]["structure"] for c in cases])
+        self.weight = np.array([_f(info[c]["latency_weight"]) for c in cases])
+        self.imputed = self.capped & np.isnan(self.nodes)
+        # a capped row's nodes: the most the policy counts on any uncapped case (flagged as imputed)
+        for j in range(len(self.policies)):
+            known = self.nodes[~self.capped[:, j], j]
+            known = known[~np.isnan(known)]
+            fill = float(known.max()) if known.size else 0.0
+            self.nodes[self.imputed[:, j], j] = fill
+        self.ok = ~np.isnan(self.up)
+        self.base = self.policies.index(BASELINE)
+
+    def lam(self, price) -> np.ndarray:
+        """The price of each case, loss per ms (the anchored price is the case's own latency weight)."""
+        return self.weight.copy() if price == ANCHORED else np.full(len(self.cases), float(price))
+
+    def net(self, price, pessimistic: bool = True) -> np.ndarray:
+        """Net loss, cases x policies (upper bounds where capped, when `pessimistic`)."""
+        loss = self.up if pessimistic else self.lo
+        return loss + self.lam(price)[:, None] * NODE_MS * self.nodes
+
+    def gain(self, price) -> np.ndarray:
+        """Pessimistic net gain over one-step, cases x policies: one-step's optimistic minus p's pessimistic net."""
+        return self.net(price, False)[:, [self.base]] - self.net(price, True)
+
+
+def min_cases_for_verdict(m: int, alpha: float = ALPHA, n_perm: int = 20000) -> int:
+    """The fewest cases a cell needs before its BH-adjusted p can fall below `alpha`, with `m` cells tested.
+
+    The sign-flip test's smallest p-value on n cases is ``2 / 2**n`` while it
+    enumerates (``2**n <= n_perm``), else ``1 / (1 + n_perm)``; a lone
+    discovery among `m` tests has BH-adjusted p ``m`` times its own. A cell
+    with fewer cases cannot reach verdict A whatever its gains (the issue's
+    "cannot reach significance" check, for the map).
+
+    >>> min_cases_for_verdict(1), min_cases_for_verdict(72)
+    (5, 11)
+    """
+    for n in range(1, 64):
+        floor = 2.0 / 2 ** n if 2 ** n <= n_perm else 1.0 / (1 + n_perm)
+        if m * floor < alpha:
+            return n
+    raise ValueError(f"no sample size reaches alpha = {alpha} with m = {m} tests")
+
+
+def _example_rows() -> list:
+    """Six selection and two test cases where lookahead:2 gains 1 over one-step (the doctests' data)."""
+    rows = []
+    for k in range(8):
+        for p, loss in (("one-step", 3.0), ("lookahead:2", 2.0)):
+            rows.append({"case": f"c{k}", "split": "select" if k < 6 else "test", "budget_level": "tight",
+                         "structure": "gated", "latency_weight": 1e-3, "policy": p, "loss_lo": loss,
+                         "loss_up": loss, "search_nodes_per_episode": 10 * (1 + k), "capped": False})
+    return rows
+
+
+def load_rows(path) -> list:
+    """``cases.csv`` as a list of dicts (strings)."""
+    from studies.tables import read_csv
+
+    return read_csv(path)
+
+
+def _regions(cases: Cases, mask) -> list:
+    present = set(cases.region[mask])
+    ordered = [f"{b} / {s}" for b in BUDGET_LEVELS for s in STRUCTURES]
+    return ["all"] + [r for r in ordered if r in present]
+
+
+def _best_two(g: np.ndarray, candidates, base: int) -> tuple:
+    """The best and the runner-up by mean gain; a policy must beat one-step (gain 0) by more than EQ to be best."""
+    means = [(float(g[:, j].mean()), -j, j) for j in candidates if j != base]
+    means.sort(reverse=True)
+    if not means or means[0][0] <= EQ:
+        return base, (means[0][2] if means else None)
+    return means[0][2], (means[1][2] if len(means) > 1 else base)
+
+
+def selection_map(cases: Cases, split: str = "select", prices=None) -> list:
+    """The map on one split: a row per cell (region x price), with the best, its interval and the runner-up.
+
+    Returns rows with ``region``, ``price``, ``n``, ``best``, ``mean_gain``,
+    ``ci_lo``, ``ci_hi``, ``p``, ``q`` (BH-adjusted over the map's cells),
+    ``share_gaining``, ``capped`` (cases whose best's row is capped),
+    ``runner_up``, ``runner_up_gain``, ``verdict_a`` and ``candidates``.
+
+    >>> c = Cases(_example_rows(), ["one-step", "lookahead:2"])
+    >>> r = selection_map(c, prices=[0.0])[0]
+    >>> r["region"], r["best"], r["mean_gain"], r["verdict_a"], r["runner_up"]
+    ('all', 'lookahead:2', 1.0, True, 'one-step')
+    """
+    prices = [ANCHORED, *PRICES] if prices is None else list(prices)
+    mask = cases.split == split
+    out = []
+    for region in _regions(cases, mask):
+        m = mask & ((cases.region == region) if region != "all" else True)
+        if not m.any():
+            continue
+        cand = [j for j in range(len(cases.policies)) if cases.ok[m, j].all()]
+        for price in prices:
+            g = cases.gain(price)[m]
+            best, second = _best_two(g, cand, cases.base)
+            gb = g[:, best]
+            n = int(m.sum())
+            if best == cases.base or n < MIN_N:
+                lo = hi = 0.0 if best == cases.base else math.nan
+                p = math.nan
+            else:
+                lo, hi = bca_interval(gb, level=LEVEL, n_boot=N_BOOT, seed=BOOT_SEED)
+                p = sign_flip_test(gb, seed=BOOT_SEED)
+            out.append({"region": region, "price": price_label(price), "n": n, "best": cases.policies[best],
+                        "mean_gain": float(gb.mean()), "ci_lo": lo, "ci_hi": hi, "p": p,
+                        "share_gaining": float((gb > EQ).mean()), "capped": int(cases.capped[m, best].sum()),
+                        "runner_up": cases.policies[second] if second is not None else "",
+                        "runner_up_gain": float(g[:, second].mean()) if second is not None else math.nan,
+                        "candidates": len(cand)})
+    q = benjamini_hochberg([r["p"] for r in out])
+    for r, qv in zip(out, q):
+        r["q"] = float(qv)
+        r["verdict_a"] = bool(r["ci_lo"] > 0 and qv < ALPHA) if not math.isnan(qv) else False
+    return out
+
+
+#: The selection rules applied out of sample: ``cell`` takes the case's region's best; ``fallback`` takes it
+#: only when the cell had at least :data:`MIN_N` cases on the selection seeds, else the pooled cell's best;
+#: ``pooled`` always the pooled cell's best. Each falls back to one-step where its choice has no loss.
+RULES = ("cell", "fallback", "pooled")
+
+
+def _choice(smap: list, cases: Cases, i: int, price, rule: str = "cell") -> int:
+    """The policy a selection rule picks for case i at a price (see :data:`RULES`)."""
+    label = price_label(price)
+    by = {(r["region"], r["price"]): r for r in smap}
+    cell = by.get((cases.region[i], label))
+    regions = {"cell": [cases.region[i], "all"], "pooled": ["all"],
+               "fallback": [cases.region[i], "all"] if cell is not None and cell["n"] >= MIN_N else ["all"]}[rule]
+    for region in regions:
+        r = by.get((region, label))
+        if r is not None:
+            j = cases.policies.index(r["best"])
+            if cases.ok[i, j]:
+                return j
+    return cases.base
+
+
+def out_of_sample(cases: Cases, smap: list, split: str, prices=None, rules=RULES) -> list:
+    """The map (chosen on the selection split) applied to `split`'s cases: regret and gain, with BCa intervals.
+
+    Per case, **regret** is the chosen policy's pessimistic net loss minus
+    the least pessimistic net loss of any policy on that case (the per-case
+    oracle); **gain** is one-step's net loss minus the chosen policy's.
+    Rows per price and rule (:data:`RULES`): ``n``, ``regret``
+    [``regret_lo``, ``regret_hi``], ``gain`` [``gain_lo``, ``gain_hi``],
+    ``bounded_regret`` and ``onestep_regret`` (always ``bounded``, always
+    one-step, for scale) and ``capped`` (cases whose chosen row is capped).
+
+    >>> c = Cases(_example_rows(), ["one-step", "lookahead:2"])
+    >>> r = out_of_sample(c, selection_map(c, prices=[0.0]), "test", prices=[0.0], rules=("pooled",))[0]
+    >>> r["n"], r["regret"], r["gain"], r["policies_used"]
+    (2, 0.0, 1.0, 'lookahead:2')
+    """
+    prices = [ANCHORED, *PRICES] if prices is None else list(prices)
+    idx = np.flatnonzero(cases.split == split)
+    out = []
+    if idx.size == 0:
+        return out
+    jb = cases.policies.index("bounded") if "bounded" in cases.policies else cases.base
+    for price in prices:
+        net = cases.net(price, True)
+        net_lo = cases.net(price, False)
+        oracle = np.nanmin(net[idx], axis=1)
+        bnet = np.where(cases.ok[idx, jb], net[idx, jb], net[idx, cases.base])
+        for rule in rules:
+            ch = np.array([_choice(smap, cases, i, price, rule) for i in idx])
+            chosen = net[idx, ch]
+            regret = chosen - oracle
+            gain = net_lo[idx, cases.base] - chosen
+            row = {"split": split, "rule": rule, "price": price_label(price), "n": int(idx.size),
+                   "regret": float(regret.mean()), "gain": float(gain.mean()),
+                   "bounded_regret": float((bnet - oracle).mean()),
+                   "onestep_regret": float((net[idx, cases.base] - oracle).mean()),
+                   "capped": int(cases.capped[idx, ch].sum()),
+                   "policies_used": " ".join(sorted({cases.policies[j] for j in ch}))}
+            for name, v in (("regret", regret), ("gain", gain)):
+                lo, hi = (bca_interval(v, level=LEVEL, n_boot=N_BOOT, seed=BOOT_SEED) if v.size >= 2
+                          else (math.nan, math.nan))
+                row[f"{name}_lo"], row[f"{name}_hi"] = lo, hi
+            out.append(row)
+    return out
+
+
+def policy_summary(cases: Cases, price=ANCHORED, splits=("select", "test")) -> list:
+    """Every policy pooled over the generated cases at one price: mean gain, BCa interval, share gaining, capped."""
+    m = np.isin(cases.split, list(splits))
+    g = cases.gain(price)[m]
+    out = []
+    for j, p in enumerate(cases.policies):
+        ok = cases.ok[m, j]
+        row = {"policy": p, "n": int(m.sum()), "usable": int(ok.sum()), "capped": int(cases.capped[m, j].sum()),
+               "failed": int((~ok).sum())}
+        if ok.all() and j != cases.base and ok.size >= 2:
+            row["mean_gain"] = float(g[:, j].mean())
+            row["ci_lo"], row["ci_hi"] = bca_interval(g[:, j], level=LEVEL, n_boot=N_BOOT, seed=BOOT_SEED)
+            row["share_gaining"] = float((g[:, j] > EQ).mean())
+        else:
+            row["mean_gain"] = float(g[ok, j].mean()) if ok.any() else math.nan
+            row["ci_lo"] = row["ci_hi"] = math.nan
+            row["share_gaining"] = float((g[ok, j] > EQ).mean()) if ok.any() else math.nan
+        out.append(row)
+    return out
+
+
+def coverage_table(cases: Cases, policies, ns=(10, 30), price=ANCHORED, reps=200, n_boot=500) -> list:
+    """BCa and percentile coverage by simulation on the study's own gains (each policy's pooled gains)."""
+    from studies.stats import interval_coverage
+
+    m = np.isin(cases.split, ["select", "test"])
+    g = cases.gain(price)[m]
+    out = []
+    for p in policies:
+        j = cases.policies.index(p)
+        if not cases.ok[m, j].all() or np.all(g[:, j] == g[0, j]):
+            continue
+        for n in ns:
+            for method in ("bca", "percentile"):
+                r = interval_coverage(g[:, j], n, method=method, level=LEVEL, reps=reps, n_boot=n_boot,
+                                      seed=BOOT_SEED)
+                out.append({"policy": p, "n": n, "method": method, "coverage": r["coverage"], "se": r["se"],
+                            "reps": reps, "population": int(m.sum())})
+    return out
+
+
+def reweighted(cases: Cases, mixes, price=ANCHORED) -> list:
+    """The pooled best policy when the generated cases are reweighted to other (gated, chain) shares.
+
+    Each case's weight is ``target(gated) * target(chain) / observed(class)``
+    (gated and chain independent in the target); classes absent from the
+    sample get no weight (the row says how much target mass is missing).
+    """
+    m = np.isin(cases.split, ["select", "test"])
+    st = cases.structure[m]
+    gated = np.isin(st, ["gated+chain", "gated"])
+    chain = np.isin(st, ["gated+chain", "chain"])
+    g = cases.gain(price)[m]
+    cand = [j for j in range(len(cases.policies)) if cases.ok[m, j].all()]
+    out = []
+    for tg, tc in mixes:
+        w = np.zeros(st.size)
+        missing = 0.0
+        for gv in (True, False):
+            for cv in (True, False):
+                cls = (gated == gv) & (chain == cv)
+                target = (tg if gv else 1 - tg) * (tc if cv else 1 - tc)
+                if cls.any():
+                    w[cls] = target / cls.sum()
+                else:
+                    missing += target
+        if w.sum() == 0:
+            continue
+        w = w / w.sum()
+        means = [(float(w @ g[:, j]), -j, j) for j in cand]
+        means.sort(reverse=True)
+        best, second = means[0], means[1] if len(means) > 1 else (math.nan, 0, None)
+        out.append({"gated_share": tg, "chain_share": tc, "best": cases.policies[best[2]], "mean_gain": best[0],
+                    "runner_up": cases.policies[second[2]] if second[2] is not None else "",
+                    "runner_up_gain": second[0], "missing_mass": missing})
+    return out

@@ -1,0 +1,198 @@
+"""The depth study's third edition: net gains, the selection map, out-of-sample regret, the report."""
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from studies.depth3 import report as rep
+from studies.depth3.design import ANCHORED, NODE_MS, budget_level, structure
+from studies.depth3.select import Cases, _choice, out_of_sample, reweighted, selection_map
+from studies.tables import write_csv
+
+POLICIES = ("none", "one-step", "lookahead:2", "bounded")
+PREVIEW = Path(__file__).resolve().parents[2] / "studies" / "results" / "depth3-preview"
+
+
+def _rows(spec):
+    """Rows from {case: (split, region, weight, {policy: (lo, up, nodes, capped)})}."""
+    out = []
+    for case, (split, (b, s), w, pol) in spec.items():
+        for p, (lo, up, nodes, capped) in pol.items():
+            out.append({"case": case, "split": split, "budget_level": b, "structure": s, "latency_weight": w,
+                        "policy": p, "loss_lo": lo, "loss_up": up, "search_nodes_per_episode": nodes,
+                        "capped": capped})
+    return out
+
+
+def _spec():
+    # lookahead:2 gains 1.0 on every tight case but counts 1e6 nodes: at 1e-2 loss/ms that is 23 loss units
+    spec = {}
+    for k in range(8):
+        split = "select" if k < 6 else "test"
+        spec[f"c{k}"] = (split, ("tight", "gated"), 1e-3, {
+            "none": (5.0, 5.0, 2, False), "one-step": (3.0, 3.0, 10, False),
+            "lookahead:2": (2.0 - 0.1 * k, 2.0 - 0.1 * k, 1e6, False),
+            "bounded": (2.5, 2.5, 100, False)})
+    # a loose case where bounded is capped: bounds [1.0, 4.0], its pessimistic gain negative
+    spec["c8"] = ("select", ("loose", "plain"), 0.0, {
+        "none": (5.0, 5.0, 2, False), "one-step": (3.0, 3.0, 10, False),
+        "lookahead:2": (3.0, 3.0, 50, False), "bounded": (1.0, 4.0, math.nan, True)})
+    spec["c9"] = ("select", ("loose", "plain"), 0.0, {
+        "none": (5.0, 5.0, 2, False), "one-step": (3.0, 3.0, 10, False),
+        "lookahead:2": (3.0, 3.0, 50, False), "bounded": (math.nan, math.nan, math.nan, False)})
+    return spec
+
+
+def test_net_gain_is_priced_from_counted_nodes():
+    c = Cases(_rows(_spec()), POLICIES)
+    g = c.gain(1e-2)
+    # case c0: one-step 3 + 0.01 * NODE_MS * 10, lookahead:2 2 + 0.01 * NODE_MS * 1e6
+    expected = (3.0 + 1e-2 * NODE_MS * 10) - (2.0 + 1e-2 * NODE_MS * 1e6)
+    assert g[0, POLICIES.index("lookahead:2")] == pytest.approx(expected)
+    # the anchored price is the case's own latency weight
+    assert c.gain(ANCHORED)[0, 2] == pytest.approx((3.0 + 1e-3 * NODE_MS * 10) - (2.0 + 1e-3 * NODE_MS * 1e6))
+
+
+def test_capped_rows_use_the_upper_bound_and_imputed_nodes():
+    c = Cases(_rows(_spec()), POLICIES)
+    i, j = c.cases.index("c8"), POLICIES.index("bounded")
+    assert c.capped[i, j] and c.imputed[i, j]
+    assert c.nodes[i, j] == 100  # the most bounded counts on an uncapped case
+    assert c.gain(0.0)[i, j] == pytest.approx(3.0 - 4.0)
+    assert not c.ok[c.cases.index("c9"), j]  # failed: no loss, no bounds
+
+
+def test_the_map_moves_with_the_price_and_excludes_failed_policies():
+    c = Cases(_rows(_spec()), POLICIES)
+    smap = selection_map(c, "select", prices=[0.0, 1e-2])
+    cell = {(r["region"], r["price"]): r for r in smap}
+    assert cell["tight / gated", "0"]["best"] == "lookahead:2"
+    assert cell["tight / gated", "0"]["runner_up"] == "bounded"
+    assert cell["tight / gated", "0.01"]["best"] == "bounded"  # lookahead:2's nodes now cost more than it gains
+    # bounded failed on c7, so it is no candidate in the loose cell, capped or not
+    loose = cell["loose / plain", "0"]
+    assert loose["candidates"] == 3 and loose["best"] != "bounded"
+    assert all(not math.isnan(r["q"]) or math.isnan(r["p"]) for r in smap)
+    assert cell["tight / gated", "0"]["ci_lo"] > 0
+
+
+def test_out_of_sample_regret_against_the_per_case_oracle():
+    c = Cases(_rows(_spec()), POLICIES)
+    smap = selection_map(c, "select", prices=[0.0])
+    (row,) = out_of_sample(c, smap, "test", prices=[0.0], rules=("cell",))
+    # test cases c6, c7 are tight/gated: the map picks lookahead:2, which is also each case's best
+    assert row["n"] == 2 and row["regret"] == pytest.approx(0.0)
+    assert row["gain"] == pytest.approx(np.mean([3.0 - 1.4, 3.0 - 1.3]))
+    assert row["bounded_regret"] == pytest.approx(np.mean([2.5 - 1.4, 2.5 - 1.3]))
+    assert row["onestep_regret"] == pytest.approx(np.mean([3.0 - 1.4, 3.0 - 1.3]))
+    # at 1e-2/ms the map picks bounded; lookahead:2's nodes make it the worse choice on the test cases too
+    (row,) = out_of_sample(c, selection_map(c, "select", prices=[1e-2]), "test", prices=[1e-2], rules=("cell",))
+    assert row["policies_used"] == "bounded" and row["regret"] == pytest.approx(0.0)
+
+
+def test_a_tie_with_one_step_goes_to_one_step():
+    spec = {f"t{k}": ("select", ("none", "plain"), 0.0, {p: (3.0, 3.0, 1, False) for p in POLICIES})
+            for k in range(6)}
+    (cell,) = [r for r in selection_map(Cases(_rows(spec), POLICIES), "select", prices=[0.0]) if r["region"] == "all"]
+    assert cell["best"] == "one-step" and cell["ci_lo"] == 0.0 and not cell["verdict_a"]
+
+
+def test_fallback_rule_uses_the_pooled_cell_for_small_cells():
+    c = Cases(_rows(_spec()), POLICIES)
+    smap = selection_map(c, "select", prices=[0.0])
+    small = c.cases.index("c8")  # loose / plain: 2 selection cases
+    assert _choice(smap, c, small, 0.0, "fallback") == _choice(smap, c, small, 0.0, "pooled")
+    assert _choice(smap, c, 0, 0.0, "fallback") == _choice(smap, c, 0, 0.0, "cell")
+
+
+def test_reweighting_changes_the_pooled_choice():
+    spec = _spec()
+    del spec["c9"]
+    for case in list(spec):
+        split = spec[case][0]
+        spec[case] = ("select" if split == "select" else "test", *spec[case][1:])
+    c = Cases(_rows(spec), POLICIES)
+    out = reweighted(c, [(1.0, 0.0), (0.0, 0.0)], price=0.0)
+    # all gated (the tight cases): lookahead:2; all plain (c6 alone): nothing beats one-step, ties go to it
+    assert [r["best"] for r in out] == ["lookahead:2", "one-step"]
+    assert out[0]["missing_mass"] == 0.0 and out[1]["missing_mass"] == 0.0
+    assert out[1]["mean_gain"] == pytest.approx(0.0)  # the plain cases alone: nothing beats one-step's 3.0
+
+
+def test_classification_of_domains():
+    assert budget_level({"budget": {"limits": {"calls": 5}}}) == "medium"
+    assert budget_level({"budget": {"limits": {"calls": 9}}}) == "loose"
+    assert structure({"actions": {"a": {}}, "observations": {"o": {"requires": {"p": "x"}}}}) == "chain"
+    assert structure({"actions": {"a": {}}, "observations": {"o": {}}}) == "plain"
+
+
+def _folder(tmp_path):
+    write_csv(_rows(_spec()), tmp_path / "cases.csv")
+    (tmp_path / "meta.json").write_text(json.dumps({"label": "preview", "policies": list(POLICIES),
+                                                    "command": "test"}) + "\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_report_renders_the_same_bytes_twice(tmp_path):
+    folder = _folder(tmp_path)
+    files = rep.render_folder(folder)
+    first = {f: (folder / f).read_bytes() for f in files}
+    rep.render_folder(folder)
+    assert {f: (folder / f).read_bytes() for f in files} == first
+    text = first["report.md"].decode()
+    assert text.startswith("# PREVIEW") and "## 1. The selection map" in text and "Reviewer's checklist" in text
+    assert text.index("selection map") < text.index("## 3. Evidence")
+
+
+@pytest.mark.skipif(not (PREVIEW / "cases.csv").is_file(), reason="no committed preview")
+def test_committed_preview_rerenders_byte_for_byte(tmp_path):
+    shutil.copytree(PREVIEW, tmp_path / "p")
+    assert rep.main([str(tmp_path / "p")]) == 0
+    for f in ("report.md", "map.csv", "out_of_sample.csv", "coverage.csv"):
+        assert (tmp_path / "p" / f).read_bytes() == (PREVIEW / f).read_bytes(), f
+    assert "PREVIEW" in (PREVIEW / "report.md").read_text(encoding="utf-8").splitlines()[0]
+
+
+def test_report_cli_errors(tmp_path, capsys):
+    assert rep.main([]) == 2
+    assert rep.main([str(tmp_path / "nowhere")]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_tiny_run_writes_every_output(tmp_path):
+    from studies.depth3.run import Config, run_study
+
+    res = run_study(Config(instances=1, max_obs=8, shipped=False, label="preview"), tmp_path / "o", progress=False)
+    from studies.depth3.design import POLICIES as ALL
+
+    assert res["cases"] == 5 and res["rows"] == 5 * len(ALL)
+    for f in rep.OUTPUTS:
+        assert (tmp_path / "o" / f).is_file(), f
+
+
+def test_run_cli_refuses_bad_counts(capsys):
+    from studies.depth3.run import main
+
+    assert main(["--preview", "--instances", "0"]) == 2
+    assert main(["--preview", "--workers", "0"]) == 2
+    assert "--workers must be >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (PREVIEW / "cases.csv").is_file(), reason="no committed preview")
+def test_committed_rows_read_no_clock_and_cover_every_policy_on_every_case():
+    from studies.depth3.design import POLICIES as ALL
+    from studies.jobs import CLOCK_COLUMNS
+    from studies.tables import read_csv
+
+    rows = read_csv(PREVIEW / "cases.csv")
+    assert not set(rows[0]) & set(CLOCK_COLUMNS)
+    by_case = {}
+    for r in rows:
+        by_case.setdefault(r["case"], []).append(r["policy"])
+    assert all(sorted(v) == sorted(ALL) for v in by_case.values())
+    assert {r["split"] for r in rows} == {"select", "test", "shipped"}
