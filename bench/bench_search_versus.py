@@ -193,6 +193,7 @@ def main(argv=None):
     ap.add_argument("--versus", help="the other checkout (a directory holding lookahead/ and planner/)")
     ap.add_argument("--rounds", type=int, default=7, help="timed searches per case and tree (best and median)")
     ap.add_argument("--opts", default="{}", help="JSON keyword options for this tree's expectimax")
+    ap.add_argument("--kinds", default="noisy,exact", help="which cases: noisy, exact or both (comma-separated)")
     ap.add_argument("--out", help="write STEM.csv and print the table (the .md is written by hand)")
     ap.add_argument("--worker", nargs=2, metavar=("DIR", "CASES"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -202,7 +203,8 @@ def main(argv=None):
     if not a.versus or not (Path(a.versus) / "lookahead" / "search.py").is_file():
         print(f"bench_search_versus: --versus {a.versus!r}: not a checkout with lookahead/search.py", file=sys.stderr)
         return 2
-    rows = versus(a.versus, a.rounds, opts=json.loads(a.opts))
+    kinds = set(a.kinds.split(","))
+    rows = versus(a.versus, a.rounds, cases=[c for c in CASES if c[1] in kinds], opts=json.loads(a.opts))
     print(table(rows))
     if a.out:
         with open(f"{a.out}.csv", "w", newline="") as f:

@@ -497,9 +497,13 @@ def _probs_into(bel, lev, supp, ns, support, lik, o, n_y, neutral, check, probs,
     """
     for y in range(n_y):
         pr = 0.0
-        for i in range(ns):
-            s = supp[lev, i] if support else i
-            pr += bel[lev, s] * lik[o, y, s]
+        if support:
+            for i in range(ns):
+                s = supp[lev, i]
+                pr += bel[lev, s] * lik[o, y, s]
+        else:  # the same sum without the index (the loop is unswitched by hand: see _search)
+            for s in range(ns):
+                pr += bel[lev, s] * lik[o, y, s]
         probs[lev, y] = pr
     # the test apart, stopping at the first state that differs (most candidates differ at once: a while,
     # not a break, so that reference-count pruning still holds)
@@ -593,24 +597,37 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                 # over the parent's support (a state outside it has a factor 0 here too), in index order
                 z = 0.0
                 ns = 0
-                for i in range(nsup[lev - 1]):
-                    s = supp[lev - 1, i] if support else i
-                    x = belief[s]
-                    pre[0, s] = x
-                    for k in range(n):
-                        x *= lik[sorted_o[k], sorted_y[k], s]
-                        pre[k + 1, s] = x
-                    bel[lev, s] = x
-                    z += x
-                    if support and x != 0.0:
-                        supp[lev, ns] = s
-                        ns += 1
-                if not support:  # every state, in index order (``supp`` is not read)
+                if support:
+                    for i in range(nsup[lev - 1]):
+                        s = supp[lev - 1, i]
+                        x = belief[s]
+                        pre[0, s] = x
+                        for k in range(n):
+                            x *= lik[sorted_o[k], sorted_y[k], s]
+                            pre[k + 1, s] = x
+                        bel[lev, s] = x
+                        z += x
+                        if x != 0.0:
+                            supp[lev, ns] = s
+                            ns += 1
+                else:  # every state, in index order (``supp`` is neither read nor written)
+                    for s in range(S):
+                        x = belief[s]
+                        pre[0, s] = x
+                        for k in range(n):
+                            x *= lik[sorted_o[k], sorted_y[k], s]
+                            pre[k + 1, s] = x
+                        bel[lev, s] = x
+                        z += x
                     ns = S
                 nsup[lev] = ns
                 if z > 0.0:
-                    for i in range(ns):
-                        bel[lev, supp[lev, i] if support else i] /= z
+                    if support:
+                        for i in range(ns):
+                            bel[lev, supp[lev, i]] /= z
+                    else:
+                        for s in range(ns):
+                            bel[lev, s] /= z
                 for d in range(D):
                     x = spent[d]
                     for k in range(n):
@@ -644,9 +661,13 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                     if not flags[0, a]:
                         continue
                     x = 0.0
-                    for i in range(ns):
-                        s = supp[lev, i] if support else i
-                        x += bel[lev, s] * loss[a, s]
+                    if support:
+                        for i in range(ns):
+                            s = supp[lev, i]
+                            x += bel[lev, s] * loss[a, s]
+                    else:
+                        for s in range(ns):
+                            x += bel[lev, s] * loss[a, s]
                     if x < rk - tie:
                         rk = x
                 risk[lev] = rk
@@ -666,14 +687,23 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         _reach_into(oc, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals,
                                flags)
                         total = 0.0
-                        for i in range(ns):
-                            s = supp[lev, i] if support else i
-                            m = np.inf
-                            for a in range(A):
-                                if flags[1, a] and loss[a, s] < m:
-                                    m = loss[a, s]
-                            mins[s] = m
-                            total += bel[lev, s] * m
+                        if support:
+                            for i in range(ns):
+                                s = supp[lev, i]
+                                m = np.inf
+                                for a in range(A):
+                                    if flags[1, a] and loss[a, s] < m:
+                                        m = loss[a, s]
+                                mins[s] = m
+                                total += bel[lev, s] * m
+                        else:
+                            for s in range(ns):
+                                m = np.inf
+                                for a in range(A):
+                                    if flags[1, a] and loss[a, s] < m:
+                                        m = loss[a, s]
+                                mins[s] = m
+                                total += bel[lev, s] * m
                         bound[lev] = rk - total
                         if skip_certain and bound[lev] <= PRUNE_MARGIN:  # (EVPI > 0: not certain; a cheap test first)
                             # a certain node (module docstring): a permitted action is a least-loss reachable
@@ -744,16 +774,27 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                                 break
                             # R at the leaf: its canonical belief ...
                             z = 0.0
-                            for i in range(ns):
-                                s = supp[lev, i] if support else i
-                                x = pre[j, s] * lik[o, y, s]
-                                for k in range(j, n):
-                                    x *= lik[sorted_o[k], sorted_y[k], s]
-                                leaf_bel[s] = x
-                                z += x
-                            if z > 0.0:
+                            if support:
                                 for i in range(ns):
-                                    leaf_bel[supp[lev, i] if support else i] /= z
+                                    s = supp[lev, i]
+                                    x = pre[j, s] * lik[o, y, s]
+                                    for k in range(j, n):
+                                        x *= lik[sorted_o[k], sorted_y[k], s]
+                                    leaf_bel[s] = x
+                                    z += x
+                                if z > 0.0:
+                                    for i in range(ns):
+                                        leaf_bel[supp[lev, i]] /= z
+                            else:
+                                for s in range(ns):
+                                    x = pre[j, s] * lik[o, y, s]
+                                    for k in range(j, n):
+                                        x *= lik[sorted_o[k], sorted_y[k], s]
+                                    leaf_bel[s] = x
+                                    z += x
+                                if z > 0.0:
+                                    for s in range(ns):
+                                        leaf_bel[s] /= z
                             # ... its facts, unless (o, y) changes none ...
                             own = neutral[o, y]
                             if not own:
@@ -771,9 +812,13 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                                 if not ok:
                                     continue
                                 x = 0.0
-                                for i in range(ns):
-                                    s = supp[lev, i] if support else i
-                                    x += leaf_bel[s] * loss[a, s]
+                                if support:
+                                    for i in range(ns):
+                                        s = supp[lev, i]
+                                        x += leaf_bel[s] * loss[a, s]
+                                else:
+                                    for s in range(ns):
+                                        x += leaf_bel[s] * loss[a, s]
                                 if x < lr - tie:
                                     lr = x
                             if memo:
