@@ -16,7 +16,8 @@ or compiles the kernel; one search), then the parent asks the two children in tu
 case, round by round (the order of the pair alternates between rounds), for a timed
 request: the best of ``--reps`` searches back to back, its CPU time (``time.process_time`` in the child), value (as a hex float) and node
 count. A ratio is the other tree's best CPU time over this tree's, both taken from the
-same rounds; the medians are in the CSV. Values must agree bit for bit (checked).
+same rounds (``ratio_best``); ``ratio_median`` is of the medians, and ``ratio_paired`` the median over
+rounds of the ratio within a round (the two requests run moments apart, so load that slows both cancels). Values must agree bit for bit (checked).
 """
 
 from __future__ import annotations
@@ -170,12 +171,13 @@ def versus(other, rounds, cases=CASES, opts=None, reps=3, log=print):
         rows.append({"case": name, "kind": kind, "depth": depth, "value": float.fromhex(a["value"]),
                      "nodes_other": a["nodes"], "nodes_ours": b["nodes"], "other_ms": min(ta) * 1e3,
                      "ours_ms": min(tb) * 1e3, "ratio_best": min(ta) / min(tb),
-                     "ratio_median": _median(ta) / _median(tb)})
+                     "ratio_median": _median(ta) / _median(tb),
+                     "ratio_paired": _median([x / y for x, y in zip(ta, tb)])})
     return rows
 
 
 COLUMNS = ["case", "kind", "depth", "value", "nodes_other", "nodes_ours", "other_ms", "ours_ms", "ratio_best",
-           "ratio_median"]
+           "ratio_median", "ratio_paired"]
 
 
 def table(rows) -> str:
@@ -184,7 +186,7 @@ def table(rows) -> str:
         cells = []
         for c in COLUMNS:
             v = r[c]
-            cells.append(f"{v:.3f}" if isinstance(v, float) and c.endswith(("ms", "best", "median")) else
+            cells.append(f"{v:.3f}" if isinstance(v, float) and c.endswith(("ms", "best", "median", "paired")) else
                          f"{v:.10f}" if isinstance(v, float) else str(v))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
