@@ -102,7 +102,11 @@ noisy sources) or at least half the root belief is zero; off otherwise,
 where beliefs keep most of their states and the index and the no-op test
 below cost 10-30% of a node (measured side by side on ``benchmark_domain``
 with 8-32 states, whose outcomes keep every state). ``support=False`` sums over every state in
-index order, with no index at all.
+index order, with no index at all. Each hot sum is written twice, an index loop and a plain
+``range`` loop, chosen outside the loop: one loop reading ``supp[lev, i] if support else i``
+per state kept numba/LLVM from vectorising the dense sums, and cost noisy domains 1.2-1.3x
+of the kernel before the index (``bench/bench_search_versus.py``,
+``bench/results/search_versus.md``).
 
 No-op observations
 ------------------
@@ -501,7 +505,7 @@ def _probs_into(bel, lev, supp, ns, support, lik, o, n_y, neutral, check, probs,
             for i in range(ns):
                 s = supp[lev, i]
                 pr += bel[lev, s] * lik[o, y, s]
-        else:  # the same sum without the index (the loop is unswitched by hand: see _search)
+        else:  # the same sum without the index (unswitched by hand: module docstring, "Sums over the support")
             for s in range(ns):
                 pr += bel[lev, s] * lik[o, y, s]
         probs[lev, y] = pr
