@@ -102,7 +102,11 @@ noisy sources) or at least half the root belief is zero; off otherwise,
 where beliefs keep most of their states and the index and the no-op test
 below cost 10-30% of a node (measured side by side on ``benchmark_domain``
 with 8-32 states, whose outcomes keep every state). ``support=False`` sums over every state in
-index order, with no index at all.
+index order, with no index at all. Each hot sum is written twice, an index loop and a plain
+``range`` loop, chosen outside the loop: one loop reading ``supp[lev, i] if support else i``
+per state kept numba/LLVM from vectorising the dense sums, and cost noisy domains 1.2-1.3x
+of the kernel before the index (``bench/bench_search_versus.py``,
+``bench/results/search_versus.md``).
 
 No-op observations
 ------------------
@@ -497,9 +501,13 @@ def _probs_into(bel, lev, supp, ns, support, lik, o, n_y, neutral, check, probs,
     """
     for y in range(n_y):
         pr = 0.0
-        for i in range(ns):
-            s = supp[lev, i] if support else i
-            pr += bel[lev, s] * lik[o, y, s]
+        if support:
+            for i in range(ns):
+                s = supp[lev, i]
+                pr += bel[lev, s] * lik[o, y, s]
+        else:  # the same sum without the index (unswitched by hand: module docstring, "Sums over the support")
+            for s in range(ns):
+                pr += bel[lev, s] * lik[o, y, s]
         probs[lev, y] = pr
     # the test apart, stopping at the first state that differs (most candidates differ at once: a while,
     # not a break, so that reference-count pruning still holds)
@@ -593,24 +601,37 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                 # over the parent's support (a state outside it has a factor 0 here too), in index order
                 z = 0.0
                 ns = 0
-                for i in range(nsup[lev - 1]):
-                    s = supp[lev - 1, i] if support else i
-                    x = belief[s]
-                    pre[0, s] = x
-                    for k in range(n):
-                        x *= lik[sorted_o[k], sorted_y[k], s]
-                        pre[k + 1, s] = x
-                    bel[lev, s] = x
-                    z += x
-                    if support and x != 0.0:
-                        supp[lev, ns] = s
-                        ns += 1
-                if not support:  # every state, in index order (``supp`` is not read)
+                if support:
+                    for i in range(nsup[lev - 1]):
+                        s = supp[lev - 1, i]
+                        x = belief[s]
+                        pre[0, s] = x
+                        for k in range(n):
+                            x *= lik[sorted_o[k], sorted_y[k], s]
+                            pre[k + 1, s] = x
+                        bel[lev, s] = x
+                        z += x
+                        if x != 0.0:
+                            supp[lev, ns] = s
+                            ns += 1
+                else:  # every state, in index order (``supp`` is neither read nor written)
+                    for s in range(S):
+                        x = belief[s]
+                        pre[0, s] = x
+                        for k in range(n):
+                            x *= lik[sorted_o[k], sorted_y[k], s]
+                            pre[k + 1, s] = x
+                        bel[lev, s] = x
+                        z += x
                     ns = S
                 nsup[lev] = ns
                 if z > 0.0:
-                    for i in range(ns):
-                        bel[lev, supp[lev, i] if support else i] /= z
+                    if support:
+                        for i in range(ns):
+                            bel[lev, supp[lev, i]] /= z
+                    else:
+                        for s in range(ns):
+                            bel[lev, s] /= z
                 for d in range(D):
                     x = spent[d]
                     for k in range(n):
@@ -644,9 +665,13 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                     if not flags[0, a]:
                         continue
                     x = 0.0
-                    for i in range(ns):
-                        s = supp[lev, i] if support else i
-                        x += bel[lev, s] * loss[a, s]
+                    if support:
+                        for i in range(ns):
+                            s = supp[lev, i]
+                            x += bel[lev, s] * loss[a, s]
+                    else:
+                        for s in range(ns):
+                            x += bel[lev, s] * loss[a, s]
                     if x < rk - tie:
                         rk = x
                 risk[lev] = rk
@@ -666,14 +691,23 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         _reach_into(oc, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals,
                                flags)
                         total = 0.0
-                        for i in range(ns):
-                            s = supp[lev, i] if support else i
-                            m = np.inf
-                            for a in range(A):
-                                if flags[1, a] and loss[a, s] < m:
-                                    m = loss[a, s]
-                            mins[s] = m
-                            total += bel[lev, s] * m
+                        if support:
+                            for i in range(ns):
+                                s = supp[lev, i]
+                                m = np.inf
+                                for a in range(A):
+                                    if flags[1, a] and loss[a, s] < m:
+                                        m = loss[a, s]
+                                mins[s] = m
+                                total += bel[lev, s] * m
+                        else:
+                            for s in range(ns):
+                                m = np.inf
+                                for a in range(A):
+                                    if flags[1, a] and loss[a, s] < m:
+                                        m = loss[a, s]
+                                mins[s] = m
+                                total += bel[lev, s] * m
                         bound[lev] = rk - total
                         if skip_certain and bound[lev] <= PRUNE_MARGIN:  # (EVPI > 0: not certain; a cheap test first)
                             # a certain node (module docstring): a permitted action is a least-loss reachable
@@ -744,16 +778,27 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                                 break
                             # R at the leaf: its canonical belief ...
                             z = 0.0
-                            for i in range(ns):
-                                s = supp[lev, i] if support else i
-                                x = pre[j, s] * lik[o, y, s]
-                                for k in range(j, n):
-                                    x *= lik[sorted_o[k], sorted_y[k], s]
-                                leaf_bel[s] = x
-                                z += x
-                            if z > 0.0:
+                            if support:
                                 for i in range(ns):
-                                    leaf_bel[supp[lev, i] if support else i] /= z
+                                    s = supp[lev, i]
+                                    x = pre[j, s] * lik[o, y, s]
+                                    for k in range(j, n):
+                                        x *= lik[sorted_o[k], sorted_y[k], s]
+                                    leaf_bel[s] = x
+                                    z += x
+                                if z > 0.0:
+                                    for i in range(ns):
+                                        leaf_bel[supp[lev, i]] /= z
+                            else:
+                                for s in range(ns):
+                                    x = pre[j, s] * lik[o, y, s]
+                                    for k in range(j, n):
+                                        x *= lik[sorted_o[k], sorted_y[k], s]
+                                    leaf_bel[s] = x
+                                    z += x
+                                if z > 0.0:
+                                    for s in range(ns):
+                                        leaf_bel[s] /= z
                             # ... its facts, unless (o, y) changes none ...
                             own = neutral[o, y]
                             if not own:
@@ -771,9 +816,13 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                                 if not ok:
                                     continue
                                 x = 0.0
-                                for i in range(ns):
-                                    s = supp[lev, i] if support else i
-                                    x += leaf_bel[s] * loss[a, s]
+                                if support:
+                                    for i in range(ns):
+                                        s = supp[lev, i]
+                                        x += leaf_bel[s] * loss[a, s]
+                                else:
+                                    for s in range(ns):
+                                        x += leaf_bel[s] * loss[a, s]
                                 if x < lr - tie:
                                     lr = x
                             if memo:
@@ -1159,12 +1208,11 @@ def _constant_somewhere(lik, n_outcomes) -> bool:
     >>> _constant_somewhere(np.array([[[1.0, 1.0], [0.0, 0.0]], [[0.9, 0.2], [0.1, 0.8]]]), np.array([2, 2]))
     True
     """
+    # whole-array operations: a loop over observations cost 25-50 us a call, and expectimax asks at every call
     lik = np.asarray(lik)
-    for o in range(lik.shape[0]):
-        rows = lik[o, : int(n_outcomes[o])]
-        if (rows == rows[:, :1]).all():
-            return True
-    return False
+    declared = np.arange(lik.shape[1])[None, :] < np.asarray(n_outcomes)[:, None]
+    flat = (lik == lik[:, :, :1]).all(axis=2)  # (O, Y): one likelihood in every state
+    return bool((flat | ~declared).all(axis=1).any())
 
 
 def kept_share(lik, n_outcomes) -> float:
@@ -1177,14 +1225,19 @@ def kept_share(lik, n_outcomes) -> float:
     >>> kept_share(np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.9, 0.2], [0.1, 0.8]]]), np.array([2, 2]))
     0.75
     """
+    # whole-array operations (a loop over observations cost 80-250 us a call, 10% of a small search, and
+    # expectimax asks at every call); the same integer counts and one division each, so the same bits
     lik = np.asarray(lik)
-    shares = []
-    for o in range(lik.shape[0]):
-        rows = lik[o, : int(n_outcomes[o])] > 0.0
-        rows = rows[rows.any(axis=1)]
-        if rows.size:
-            shares.append(float(rows.mean()))
-    return float(np.mean(shares)) if shares else 1.0
+    S = lik.shape[2]
+    declared = np.arange(lik.shape[1])[None, :] < np.asarray(n_outcomes)[:, None]
+    possible = (lik > 0.0).sum(axis=2)  # (O, Y): states where the outcome is possible
+    kept = declared & (possible > 0)  # outcomes possible in some state
+    rows = kept.sum(axis=1)
+    used = rows > 0
+    if not used.any():
+        return 1.0
+    shares = np.where(kept, possible, 0).sum(axis=1)[used] / (rows[used] * S)
+    return float(np.mean(shares))
 
 
 def has_exact_outcomes(lik, n_outcomes) -> bool:

@@ -709,3 +709,30 @@ def test_the_noop_skip_spares_no_observation_that_sets_a_fact(depth):
     assert c.obs_index("ping") not in _observed(plan)
     # and the badge is worth something: without it the value is worse
     assert full.value < search(planner.Session(_noop_gate_domain(badge=False)).node, depth).value - 0.1
+
+
+def _kept_share_by_loop(lik, n_outcomes):
+    """kept_share as its docstring reads, one observation at a time (the oracle of the whole-array version)."""
+    shares = []
+    for o in range(lik.shape[0]):
+        rows = lik[o, : int(n_outcomes[o])] > 0.0
+        rows = rows[rows.any(axis=1)]
+        if rows.size:
+            shares.append(float(rows.mean()))
+    return float(np.mean(shares)) if shares else 1.0
+
+
+@settings(max_examples=200)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_the_support_rules_statistics_follow_their_definitions(seed):
+    from lookahead.search import _constant_somewhere, kept_share
+
+    rng = np.random.default_rng(seed)
+    O, Y, S = (int(x) for x in rng.integers(1, 7, size=3))
+    lik = rng.choice([0.0, 0.0, 0.25, 0.5, 1.0], size=(O, Y, S))
+    if rng.random() < 0.5:  # an observation whose every outcome has one likelihood in every state
+        lik[rng.integers(O)] = rng.choice([0.0, 0.5], size=(Y, 1))
+    n_outcomes = rng.integers(0, Y + 1, size=O)
+    assert kept_share(lik, n_outcomes) == _kept_share_by_loop(lik, n_outcomes)  # the same bits
+    flat = any((lik[o, : n_outcomes[o]] == lik[o, : n_outcomes[o], :1]).all() for o in range(O))
+    assert _constant_somewhere(lik, n_outcomes) == flat
