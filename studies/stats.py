@@ -253,6 +253,21 @@ def _as_1d(a, name: str) -> np.ndarray:
 # Holm
 
 
+def _p_values(p_values):
+    """``(shape, out, ok, vals)``: the input's shape, a NaN output of its size, where it is not NaN, those values.
+
+    Raises ValueError when a value lies outside [0, 1].
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    flat = p.reshape(-1)
+    ok = ~np.isnan(flat)
+    vals = flat[ok]
+    if vals.size and ((vals < 0.0) | (vals > 1.0)).any():
+        bad = vals[(vals < 0.0) | (vals > 1.0)]
+        raise ValueError(f"p-values must lie in [0, 1] or be NaN; got {bad.tolist()[:5]}")
+    return p.shape, np.full(flat.shape, np.nan), ok, vals
+
+
 def holm(p_values) -> np.ndarray:
     r"""Holm-Bonferroni step-down adjusted p-values, in the order given.
 
@@ -288,15 +303,7 @@ def holm(p_values) -> np.ndarray:
     >>> holm([0.02, float("nan"), 0.6]).round(6).tolist()
     [0.04, nan, 0.6]
     """
-    p = np.asarray(p_values, dtype=np.float64)
-    shape = p.shape
-    flat = p.reshape(-1)
-    out = np.full(flat.shape, np.nan)
-    ok = ~np.isnan(flat)
-    vals = flat[ok]
-    if vals.size and ((vals < 0.0) | (vals > 1.0)).any():
-        bad = vals[(vals < 0.0) | (vals > 1.0)]
-        raise ValueError(f"p-values must lie in [0, 1] or be NaN; got {bad.tolist()[:5]}")
+    shape, out, ok, vals = _p_values(p_values)
     m = vals.size
     if m:
         order = np.argsort(vals, kind="stable")
@@ -654,15 +661,7 @@ def benjamini_hochberg(p_values) -> np.ndarray:
     >>> benjamini_hochberg([0.5, float("nan")]).tolist()
     [0.5, nan]
     """
-    p = np.asarray(p_values, dtype=np.float64)
-    shape = p.shape
-    flat = p.reshape(-1)
-    out = np.full(flat.shape, np.nan)
-    ok = ~np.isnan(flat)
-    vals = flat[ok]
-    if vals.size and ((vals < 0.0) | (vals > 1.0)).any():
-        bad = vals[(vals < 0.0) | (vals > 1.0)]
-        raise ValueError(f"p-values must lie in [0, 1] or be NaN; got {bad.tolist()[:5]}")
+    shape, out, ok, vals = _p_values(p_values)
     m = vals.size
     if m:
         order = np.argsort(vals, kind="stable")
