@@ -41,9 +41,8 @@ def cmd_shadow_report(args) -> int:
     from planner.integrations.shadow import format_report, plot_report, shadow_report
     from planner.io.store import open_log
 
-    with open_log(args.log, create=False) as log:
-        receipts = [row.receipt for row in log.sessions(args.domain) if row.receipt]
-    report = shadow_report(receipts)
+    with open_log(args.log, create=False) as log:  # streamed: one receipt at a time, memory flat as the log grows
+        report = shadow_report(row.receipt for row in log.iter_sessions(args.domain) if row.receipt)
     if args.png:
         if report.sessions == 0:
             raise PlannerError(f"{args.log}: no shadow sessions to draw")

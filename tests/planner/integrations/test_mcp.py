@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -124,6 +125,25 @@ def test_the_cli_prints_the_report_and_draws_it(payment, tmp_path, capsys):
     assert capsys.readouterr().err == ("planner: error: mcp-proxy: upstream command 'no-such-server-command' not "
                                        "found (not a file, nor on PATH)\n")
 
+
+
+def test_the_cli_report_streams_the_log(payment, tmp_path, capsys, monkeypatch):
+    from planner.cli import main
+    from planner.io import store
+    log = tmp_path / "log.db"
+    proxy = GatingProxy(payment, in_memory(), mode="shadow", mappers=MAP, log=log)
+    for calls in (["manager_message"], ["approval_registry"], ["manager_message", "mailbox_sweep"]):
+        asyncio.run(_session(proxy, calls))
+    with open_log(log, create=False) as opened:
+        whole = shadow_report([r.receipt for r in opened.sessions()])
+
+    def listed_whole(self, domain=None):
+        raise AssertionError("shadow-report listed the whole log into memory")
+
+    monkeypatch.setattr(store.SQLiteLog, "sessions", listed_whole)
+    monkeypatch.setattr(store, "READ_CHUNK", 1)  # every session its own chunk
+    assert main(["shadow-report", str(log), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(whole.to_json()))
 
 @pytest.mark.slow
 def test_planner_mcp_proxy_over_stdio_with_a_result_block(tmp_path):
