@@ -1,5 +1,9 @@
 """``planner bench depth`` (the depth-comparison study) and ``planner bench generate`` (a benchmark domain file).
 
+``planner bench depth`` runs the study's third edition (``studies.depth3.run``);
+``--edition 2`` runs the second (``studies.depth.run``), whose results are
+committed in ``studies/results/depth``.
+
 The study is not part of the ``planner`` package: it is the ``studies``
 package beside it (a checkout's ``studies/``, or ``pip install ./studies``).
 ``planner bench depth`` imports it only when it runs, so no other command
@@ -23,8 +27,12 @@ __all__ = ["register", "load_study"]
 
 #: ``planner bench generate`` refuses more observations before generating (about 250 fit in a domain file).
 MAX_GENERATED_OBS = 1000
-#: The study's default output folders (relative to the working directory), for the help text.
-DEFAULT_OUT, DEFAULT_OUT_QUICK = "studies/results/depth", "studies/results/depth-quick"
+#: The study's default output folders (relative to the working directory), for the help text: per edition.
+DEFAULT_OUTS = {3: ("studies/results/depth3", "studies/results/depth3-quick"),
+                2: ("studies/results/depth", "studies/results/depth-quick")}
+DEFAULT_OUT, DEFAULT_OUT_QUICK = DEFAULT_OUTS[3]
+#: The module of each edition.
+EDITIONS = {3: "studies.depth3.run", 2: "studies.depth.run"}
 #: What to do when the ``studies`` package cannot be imported.
 MISSING = ("this study is in the studies package beside planner, not in the planner package: run it from a "
            "checkout of the repository, or install it with pip install ./studies")
@@ -42,8 +50,10 @@ def load_study(module: str = "studies.depth.run"):
         raise PlannerError(MISSING) from None
 
 
-def _command(*, quick, out, workers, scheduler, peer, plots) -> str:
+def _command(*, quick, out, workers, scheduler, peer, plots, edition=3) -> str:
     parts = ["planner", "bench", "depth"]
+    if edition != 3:
+        parts += ["--edition", str(edition)]
     if quick:
         parts.append("--quick")
     parts += ["--out", str(out)]
@@ -62,17 +72,18 @@ def cmd_bench_depth(args) -> int:
     """Handler of ``planner bench depth``."""
     if args.workers is not None and args.workers < 1:
         raise PlannerError(f"--workers: must be >= 1, got {args.workers}")
-    study = load_study()
+    study = load_study(EDITIONS[args.edition])
     from studies.jobs import default_workers
 
     workers = args.workers if args.workers is not None else (1 if args.quick else default_workers())
     out = args.out or (study.DEFAULT_OUT_QUICK if args.quick else study.DEFAULT_OUT)
     command = _command(quick=args.quick, out=out, workers=workers, scheduler=args.scheduler,
-                       peer=not args.no_peer, plots=not args.no_plots)
+                       peer=not args.no_peer, plots=not args.no_plots, edition=args.edition)
+    run = study.run_bench if args.edition == 3 else study.run_study
     try:
-        res = study.run_study(quick=args.quick, out=out, workers=workers, scheduler=args.scheduler,
-                              peer=not args.no_peer, plots=not args.no_plots, progress=not args.no_progress,
-                              command=command, resume=args.resume)
+        res = run(quick=args.quick, out=out, workers=workers, scheduler=args.scheduler,
+                  peer=not args.no_peer, plots=not args.no_plots, progress=not args.no_progress,
+                  command=command, resume=args.resume)
     except study.StudyInterrupted as e:
         # an interrupt is not an input error: its own word and the shell's status for SIGINT (128 + 2)
         print(f"planner: interrupted: {e}", file=sys.stderr)
@@ -81,8 +92,11 @@ def cmd_bench_depth(args) -> int:
         raise OutputError(f"{e}; choose another folder with --out DIR") from None
     for note in res["notes"]:
         print(f"note: {note}", file=sys.stderr)
-    print(f"wrote {', '.join(res['files'])} to {res['out']} ({res['seconds']:.0f} s, "
-          f"{len(res['rows']['case'])} case rows)")
+    if args.edition == 3:
+        print(f"wrote {', '.join(res['files'])} to {res['out']} ({res['cases']} cases, {res['rows']} rows)")
+    else:
+        print(f"wrote {', '.join(res['files'])} to {res['out']} ({res['seconds']:.0f} s, "
+              f"{len(res['rows']['case'])} case rows)")
     return 0
 
 
@@ -117,17 +131,21 @@ def register(sub) -> None:
     """Add ``planner bench depth`` and ``planner bench generate``."""
     p = sub.add_parser("bench", help="benchmarks and studies (planner bench depth, planner bench generate)")
     sub = p.add_subparsers(dest="bench_command", required=True, parser_class=type(p))
-    d = sub.add_parser("depth", help="the depth-comparison study: when does option value justify planning depth? "
-                                     "(needs the studies package of a checkout)")
-    d.add_argument("--quick", action="store_true", help="a small sweep that finishes in about a minute")
+    d = sub.add_parser("depth", help="the depth-comparison study, third edition: which policy to use where, chosen "
+                                     "on some cases and tested on others (needs the studies package of a checkout)")
+    d.add_argument("--edition", type=int, choices=sorted(EDITIONS), default=3,
+                   help="3 (default): the selection map (studies.depth3); 2: the second edition (studies.depth)")
+    d.add_argument("--quick", action="store_true",
+                   help="a small run: edition 3's preview configuration (a few minutes), edition 2's one-minute sweep")
     d.add_argument("--out", metavar="DIR",
-                   help=f"output directory (default {DEFAULT_OUT}, or {DEFAULT_OUT_QUICK} with --quick)")
+                   help=f"output directory (default {DEFAULT_OUT}, or {DEFAULT_OUT_QUICK} with --quick; edition 2: "
+                        f"{DEFAULT_OUTS[2][0]}, {DEFAULT_OUTS[2][1]})")
     d.add_argument("--workers", type=int, metavar="N",
                    help="local worker processes (default: 2 cores at most; 1 with --quick)")
     d.add_argument("--scheduler", metavar="ADDRESS",
                    help="run the cases on a Dask distributed scheduler (needs the studies' dask extra)")
     d.add_argument("--no-peer", action="store_true", help="skip the pomdp_py POUCT peer")
-    d.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    d.add_argument("--no-plots", action="store_true", help="skip the PNG plots (edition 3: map.png)")
     d.add_argument("--no-progress", action="store_true", help="no progress bar")
     d.add_argument("--resume", action="store_true",
                    help="keep each finished job in .<out>.jobs/ beside the output folder and take the "

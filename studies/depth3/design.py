@@ -11,7 +11,7 @@ from planner.policies.registry import study_specs
 
 __all__ = ["POLICIES", "BASELINE", "SELECT_SEEDS", "TEST_SEEDS", "SEEDS", "PRICES", "ANCHORED", "NODE_MS",
            "EVAL_CAP", "EVAL_WORK", "LEVEL", "ALPHA", "N_BOOT", "BOOT_SEED", "EQ", "MIN_N", "budget_level", "structure",
-           "BUDGET_LEVELS", "STRUCTURES", "MIXES"]
+           "BUDGET_LEVELS", "STRUCTURES", "MIXES", "PEER_EPISODES", "PEER_MAX_SIMS", "PEER_MS_PER_SIM"]
 
 #: Every policy the study measures, on every case (the registry's study specs, in its order).
 POLICIES = study_specs()
@@ -56,8 +56,19 @@ EQ = 1e-9
 BUDGET_LEVELS = ("tight", "medium", "loose", "none")
 STRUCTURES = ("gated+chain", "gated", "chain", "plain")
 
-#: Structural mixes the generated cases are reweighted to: (gated share, chain share).
-MIXES = ((0.25, 0.2), (0.25, 0.8), (0.5, 0.5), (0.75, 0.2), (0.75, 0.8), (1.0, 1.0))
+#: Structural mixes the generated cases are reweighted to: (gated share, chain share), every pair of the
+#: gated shares 0.25, 0.5, 0.75 and the chain shares 0.2, 0.5, 0.8 (:func:`studies.depth3.select.reweighted`).
+MIXES = tuple((g, c) for g in (0.25, 0.5, 0.75) for c in (0.2, 0.5, 0.8))
+
+#: The POUCT peer (:mod:`studies.depth3.pouct`): episodes per case (common random numbers for both
+#: budgets), and the most simulations per decision either budget may take.
+PEER_EPISODES = 20
+PEER_MAX_SIMS = 1000
+#: Milliseconds of wall time per POUCT simulation (faithful settings), measured once by
+#: ``python3 -m studies.depth3.pouct`` (the median over its four tuning instances at 200 simulations per
+#: decision, on the study's 2-core machine; see docs/depth-study.md) and fixed here, so that the
+#: time-matched budget is a count: ``bounded``'s nodes per decision x NODE_MS / PEER_MS_PER_SIM.
+PEER_MS_PER_SIM = 0.3
 
 
 def budget_level(data: dict) -> str:

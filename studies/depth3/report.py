@@ -5,8 +5,9 @@ Everything is computed from a results folder's ``cases.csv`` and
 
     python3 -m studies.depth3.report studies/results/depth3-preview
 
-writes ``map.csv``, ``out_of_sample.csv``, ``coverage.csv``,
-``report.md`` and ``map.png`` again, byte for byte (a test checks it).
+writes ``map.csv``, ``out_of_sample.csv``, ``coverage.csv``, ``peer.csv``,
+``mixes.csv``, ``report.md`` and ``map.png`` again, byte for byte (a test
+checks the text files).
 """
 
 from __future__ import annotations
@@ -17,14 +18,15 @@ import sys
 from pathlib import Path
 
 from studies.depth3.design import (ALPHA, ANCHORED, BASELINE, EVAL_CAP, EVAL_WORK, LEVEL, MIN_N, MIXES, N_BOOT,
-                                   NODE_MS, PRICES, SELECT_SEEDS, TEST_SEEDS)
-from studies.depth3.select import (Cases, min_cases_for_verdict, coverage_table, load_rows, out_of_sample, policy_summary, reweighted,
-                                   selection_map)
+                                   NODE_MS, PEER_MAX_SIMS, PEER_MS_PER_SIM, PRICES, SELECT_SEEDS, TEST_SEEDS)
+from studies.depth3.select import (Cases, coverage_table, load_rows, min_cases_for_verdict, mix_weights, out_of_sample,
+                                   peer_summary, policy_summary, reweighted, selection_map)
 
 __all__ = ["render_folder", "main", "OUTPUTS"]
 
 #: The files a run or a re-render writes (besides ``*.png``).
-OUTPUTS = ("cases.csv", "meta.json", "map.csv", "out_of_sample.csv", "coverage.csv", "report.md")
+OUTPUTS = ("cases.csv", "meta.json", "map.csv", "out_of_sample.csv", "coverage.csv", "peer.csv", "mixes.csv",
+           "report.md")
 #: Policies whose pooled gains the coverage simulation resamples.
 COVERAGE_POLICIES = ("lookahead:2", "lookahead:3", "bounded", "hec", "blinkered-repeat")
 
@@ -47,7 +49,7 @@ def _table(header, rows) -> list:
     return out
 
 
-def _plot(smap, folder: Path) -> tuple:
+def _plot(smap, folder: Path, preview: bool = False) -> tuple:
     """The map as a PNG: regions x prices, each cell the chosen policy (colour) and its mean gain."""
     try:
         import matplotlib
@@ -74,17 +76,20 @@ def _plot(smap, folder: Path) -> tuple:
     ax.set_xticks(range(len(prices)), [p if p == ANCHORED else f"{p}/ms" for p in prices], fontsize=7)
     sizes = {r["region"]: r["n"] for r in smap}
     ax.set_yticks(range(len(regions)), [f"{g} (n={sizes[g]})" for g in regions], fontsize=7)
-    ax.set_title("Best policy by mean net gain over one-step (* verdict A), chosen on seeds "
-                 f"{SELECT_SEEDS[0]}-{SELECT_SEEDS[-1]}", fontsize=8)
+    ax.set_title(("PREVIEW (machinery check, not the result): " if preview else "")
+                 + "best policy by mean net gain over one-step (* verdict A), chosen on seeds "
+                 f"{SELECT_SEEDS[0]}-{SELECT_SEEDS[-1]}", fontsize=8, color="firebrick" if preview else "black",
+                 fontweight="bold" if preview else "normal")
     fig.tight_layout()
     fig.savefig(folder / "map.png", metadata={"Software": None})
     plt.close(fig)
     return ["map.png"], ""
 
 
-def render_folder(folder) -> list:
+def render_folder(folder, plots: bool | None = None) -> list:
     """Compute the map, the out-of-sample regret and the coverage from `folder`'s rows; write every output.
 
+    `plots` (default: what ``meta.json`` records, else True) draws ``map.png``.
     Returns the files written.
     """
     from planner.io.atomic import write_text
@@ -94,32 +99,48 @@ def render_folder(folder) -> list:
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     rows = load_rows(folder / "cases.csv")
     cases = Cases(rows, meta["policies"])
+    preview = meta.get("label") in ("preview", "quick")
     smap = selection_map(cases, "select")
-    oos = out_of_sample(cases, smap, "test") + out_of_sample(cases, smap, "shipped")
+    oos = [r for split in ("test", "shipped", "outside") for r in out_of_sample(cases, smap, split)]
     cov = coverage_table(cases, [p for p in COVERAGE_POLICIES if p in cases.policies])
     summary = policy_summary(cases)
+    outside = policy_summary(cases, splits=("outside",)) if (cases.split == "outside").any() else []
     mixes = reweighted(cases, MIXES)
+    peers = peer_summary(rows, cases)
     write_csv(smap, folder / "map.csv")
     write_csv(oos, folder / "out_of_sample.csv")
     write_csv(cov, folder / "coverage.csv")
-    plots, plot_note = _plot(smap, folder)
-    text = _render(meta, cases, smap, oos, cov, summary, mixes, plots, plot_note)
+    if peers:
+        write_csv(peers, folder / "peer.csv")
+    if mixes:
+        write_csv(mixes, folder / "mixes.csv")
+    if plots is None:
+        plots = meta.get("plots", True)
+    if plots:
+        pngs, plot_note = _plot(smap, folder, preview)
+    else:
+        pngs, plot_note = [], "map.png not drawn (switched off)."
+    text = _render(meta, cases, smap, oos, cov, summary, outside, mixes, peers, pngs, plot_note)
     write_text(folder / "report.md", text)
-    return ["map.csv", "out_of_sample.csv", "coverage.csv", *plots, "report.md"]
+    return ["map.csv", "out_of_sample.csv", "coverage.csv", *(["peer.csv"] if peers else []),
+            *(["mixes.csv"] if mixes else []), *pngs, "report.md"]
 
 
-def _render(meta, cases, smap, oos, cov, summary, mixes, plots, plot_note) -> str:
-    preview = meta.get("label") == "preview"
+def _render(meta, cases, smap, oos, cov, summary, outside, mixes, peers, plots, plot_note) -> str:
+    preview = meta.get("label") in ("preview", "quick")
     tag = "PREVIEW - " if preview else ""
-    n_split = {s: int((cases.split == s).sum()) for s in ("select", "test", "shipped")}
+    n_split = {s: int((cases.split == s).sum()) for s in ("select", "test", "shipped", "outside")}
     L = [f"# {tag}Depth study, third edition: which policy to use where", ""]
     if preview:
         L += ["**This is a preview**: a handful of small cases per seed, run to check the machinery, not the "
               "study's result. Do not cite its numbers. The full run: "
               "`nice -n 10 python3 -m studies.depth3.run --out studies/results/depth3 --workers 2`.", ""]
     L += [f"Cases: {n_split['select']} generated on seeds {SELECT_SEEDS} (selection), {n_split['test']} on seeds "
-          f"{TEST_SEEDS} (held out), {n_split['shipped']} shipped domains (held out). Every one of the "
-          f"{len(cases.policies)} policies has a row on every case. Command: `{meta.get('command', '')}`.", ""]
+          f"{TEST_SEEDS} (held out), {n_split['shipped']} shipped domains (held out), {n_split['outside']} cases "
+          "of the outside suite (pystreed's cost-sensitive UCI datasets, held out). Every one of the "
+          f"{len(cases.policies)} policies has a row on every case"
+          + (", and so does the POUCT peer (section 3)" if peers else "") + f". Command: `{meta.get('command', '')}`.",
+          ""]
     tested = sum(not math.isnan(r["p"]) for r in smap)
     need = min_cases_for_verdict(max(tested, 1))
     reach = sum(r["n"] >= need for r in smap)
@@ -147,7 +168,7 @@ def _render(meta, cases, smap, oos, cov, summary, mixes, plots, plot_note) -> st
     L += [""]
     L += ([f"![selection map]({p})" for p in plots] or [plot_note]) + [""]
     L += ["## 2. Out of sample: the map's regret on held-out cases", "",
-          "The map above applied to the held-out seeds and to the shipped domains by three rules: `cell` (the "
+          "The map above applied to the held-out seeds, the shipped domains and the outside suite by three rules: `cell` (the "
           "case's region's best), `fallback` (the region's best only where that cell had at least "
           f"{MIN_N} selection cases, else the pooled `all` cell's) and `pooled` (the `all` cell's best); each "
           "uses one-step where its choice has no loss. Regret: the chosen policy's net loss minus the least "
@@ -170,12 +191,60 @@ def _render(meta, cases, smap, oos, cov, summary, mixes, plots, plot_note) -> st
     L += _table(["policy", "n", "method", "coverage", "se", "reps"],
                 [[f"`{r['policy']}`", r["n"], r["method"], f"{r['coverage']:.3f}", f"{r['se']:.3f}", r["reps"]]
                  for r in cov]) if cov else ["No policy has non-constant gains on every case: coverage not measured."]
-    L += ["", "### Other structural mixes (reweighted generated cases, anchored price)", "",
-          "Weights make the gated share and the chain share the targets (independently); `missing` is target "
-          "mass in classes with no case.", ""]
-    L += _table(["gated share", "chain share", "best", "mean gain", "runner-up (gain)", "missing"],
-                [[f"{r['gated_share']:.2f}", f"{r['chain_share']:.2f}", f"`{r['best']}`", _n(r["mean_gain"]),
-                  f"`{r['runner_up']}` ({_n(r['runner_up_gain'])})", f"{r['missing_mass']:.2f}"] for r in mixes])
+    if outside:
+        L += ["", "### The outside suite (its own split): every policy at the anchored price", "",
+              "pystreed's Lomax cost-sensitive UCI datasets through `bench/compare_streed.py`'s mapping, as small "
+              "depth-limited variants (`studies/depth3/outside.py`: the first 6 binary features, at most 3 tests, "
+              "cost levels middle and high). Their test costs are the only penalty (no latency weight), so the "
+              "anchored price is 0.", ""]
+        L += _table(["policy", "usable / n", "capped", "mean gain", f"{LEVEL:.0%} BCa", "share gaining"],
+                    [[f"`{r['policy']}`", f"{r['usable']} / {r['n']}", r["capped"], _n(r["mean_gain"]),
+                      _ci(r["ci_lo"], r["ci_hi"]),
+                      "-" if math.isnan(r["share_gaining"]) else f"{r['share_gaining']:.2f}"] for r in outside])
+    L += ["", "### The POUCT peer, paired with `bounded` on each case", ""]
+    pnote = (meta.get("peer") or {}).get("note", "")
+    tuning = (meta.get("peer") or {}).get("tuning")
+    if peers:
+        L += [f"pomdp-py's POUCT (faithful settings: one-step rollouts, the posterior's expected loss as a "
+              f"decision's reward, the most visited action), {meta['peer']['episodes']} episodes per case on "
+              "common random numbers, UCB multiplier "
+              + (f"{tuning['best']:g} (tuned inside its grid {tuning['grid']} on seed-99 instances, interior: "
+                 f"{tuning['interior']})" if tuning else "-")
+              + f". `pouct:nodes`: as many simulations per decision as `bounded` counts search nodes per decision "
+              f"on the case; `pouct:time`: `bounded`'s planning time per decision as a count, its nodes x "
+              f"{NODE_MS:g} ms / {PEER_MS_PER_SIM:g} ms per simulation (measured once); both at most "
+              f"{PEER_MAX_SIMS} (`capped`). Loss only (their planning time is `bounded`'s by construction, "
+              "up to the cap). Differences are peer - reference: negative means the peer is better; a capped "
+              "`bounded` counts with its lower bound. `better`/`worse`: cases beyond two Monte Carlo standard "
+              "errors.", ""]
+        L += _table(["peer", "cases", "n", "sims / decision", "peer - bounded", f"{LEVEL:.0%} BCa", "peer - one-step",
+                     f"{LEVEL:.0%} BCa", "better", "worse", "mean MC se", "sims capped", "failed", "illegal"],
+                    [[f"`{r['peer']}`", r["group"], r["n"], f"{r['sims']:.0f}" if not math.isnan(r["sims"]) else "-",
+                      _n(r["diff_bounded"]), _ci(r["diff_bounded_lo"], r["diff_bounded_hi"]), _n(r["diff_onestep"]),
+                      _ci(r["diff_onestep_lo"], r["diff_onestep_hi"]), r["better"], r["worse"], _n(r["mean_se"]),
+                      r["sims_capped"], r["failed"], r["illegal"]] for r in peers])
+    else:
+        L += [pnote or "The peer's rows are not in this run."]
+    L += ["", "### Other structural mixes (reweighted selection cases, anchored price)", "",
+          "The selection cases reweighted so that the gated share and the chain share take the targets "
+          "(independently; `studies.depth3.select.mix_weights`): a case of class (gated g, chain h) weighs "
+          "target(g, h) / count(g, h), target(g, h) = (gated share if g else 1 - gated share) x (chain share if h "
+          "else 1 - chain share), normalised. `map's pick` is the observed mix's pooled winner (the map's `all` "
+          "cell) and its weighted gain under the mix; `missing` is target mass in classes with no case; `ESS` is "
+          "the weights' effective sample size (descriptive, no interval).", ""]
+    L += _table(["mix", "gated share", "chain share", "best", "mean gain", "runner-up (gain)", "map's pick (gain)",
+                 "missing", "ESS"],
+                [[r["mix"], f"{r['gated_share']:.2f}", f"{r['chain_share']:.2f}", f"`{r['best']}`", _n(r["mean_gain"]),
+                  f"`{r['runner_up']}` ({_n(r['runner_up_gain'])})", f"`{r['map_best']}` ({_n(r['map_best_gain'])})",
+                  f"{r['missing_mass']:.2f}", f"{r['ess']:.1f}"] for r in mixes])
+    sel = cases.structure[cases.split == "select"]
+    if sel.size:
+        classes = ("gated+chain", "gated", "chain", "plain")
+        L += ["", "The weight of one case of each class under each mix (the weights above, per case):", ""]
+        L += _table(["class", "cases"] + [f"{g:.2f}/{c:.2f}" for g, c in MIXES],
+                    [[k, int((sel == k).sum())] + [
+                        (lambda w: f"{w[sel == k][0]:.3f}" if (sel == k).any() else "-")(mix_weights(sel, g, c)[0])
+                        for g, c in MIXES] for k in classes])
     capped = [(cases.cases[i], cases.policies[j]) for i, j in zip(*cases.capped.nonzero())]
     failed = [(cases.cases[i], cases.policies[j]) for i, j in zip(*(~cases.ok).nonzero())]
     L += ["", "### Capped and failed rows", "",
@@ -202,34 +271,54 @@ def _render(meta, cases, smap, oos, cov, summary, mixes, plots, plot_note) -> st
           "differ in work per node).",
           "- Capped rows use imputed planning nodes; their gains are pessimistic loss bounds.",
           "- The regret oracle is per case and chosen after the fact: it bounds what any map could do.",
-          "- Model error, the POUCT peer and outside suites are not part of this edition's machinery yet "
-          "(the checklist says which).", ""]
+          "- The peer's figures are Monte Carlo means over a few episodes per case; its time match rests on two "
+          f"constants ({NODE_MS:g} ms per bounded node, {PEER_MS_PER_SIM:g} ms per POUCT simulation), each measured "
+          "once on this machine, so it matches *typical* planning time, not each case's.",
+          "- The outside suite is small (its cases are cut to 6 features and 3 tests so that every policy is "
+          "exact), and the reweighting is descriptive: it moves the mix of structural classes only, not the "
+          "knobs inside a class.",
+          "- The model-error arm (planning on wrong likelihoods) is not part of this edition's runs.", ""]
     L += ["## 5. Reviewer's checklist (issue 24)", ""]
-    L += _table(["point", "status in this edition"], [
-        ["Map over every policy and depth option", f"built: all {len(cases.policies)} registry specs are candidates"],
-        ["Out-of-sample selection (seeds 0-2 -> 3-4, shipped domains)", "built: section 2"],
-        ["Anchored prices plus a sweep", "built: `anchored` column plus the sweep"],
-        ["Verdict rules stated separately and labelled", "built: A (mean, interval, BH) and B (share) columns"],
-        ["No wall-clock caps; node caps; every search phase counted", "built: counts only; nodes from "
-         "`search_nodes` (`bounded`'s `nodes_expanded` sums its phases)"],
-        ["Capped cases as bounds in every table; same case set for all", "built: `capped` columns; candidates "
-         "need a loss or bounds on every case of a cell"],
-        ["BCa or studentised intervals with measured coverage", "built: BCa; coverage table in section 3"],
-        ["Multiplicity correction across cells", "built: Benjamini-Hochberg over every cell tested (best not "
-         f"one-step, at least {MIN_N} cases)"],
-        ["Model-error arm sized by power", "not built (no model-error arm in this edition); for the map, the "
-         "cases a cell needs before BH can reach verdict A are computed (section 1)"],
-        ["Blinkered VOI as Tolpin and Shimony; HEC", "measured as registry specs (`blinkered-repeat`, `hec`; "
-         "docs/baselines.md says how they are adapted); their faithfulness is not re-checked here"],
-        ["POUCT tuned inside its grid, time-matched and sim-matched", "not built in this edition"],
-        ["Model error with explored, propensity-logged acquisitions", "not built"],
-        ["Shipped domains", "built: held-out split"],
-        ["Reweighting to other structural mixes", "built (descriptive): section 3"],
-        ["An outside suite converted into domains", "not built"],
-        ["Report opens with the map (table + PNG); re-renders from CSVs", "built: "
-         "`python3 -m studies.depth3.report DIR`"],
-        ["`planner bench depth` regenerates it", "not built: `planner bench depth` still runs the second edition; "
-         "the third runs as `python3 -m studies.depth3.run`"],
+    n_out = n_split["outside"]
+    L += _table(["point", "answer in this run"], [
+        ["Map over every policy and depth option", f"yes: all {len(cases.policies)} registry specs are candidates "
+         "in every cell where they have a loss or bounds on every case (section 1)"],
+        ["Selection out of sample (seeds 0-2 -> 3-4, shipped domains)", f"yes: chosen on {n_split['select']} "
+         f"selection cases; regret on {n_split['test']} held-out generated, {n_split['shipped']} shipped and "
+         f"{n_out} outside cases (section 2)"],
+        ["Anchored prices plus a sweep", f"yes: `anchored` (each case's own latency weight) and {list(PRICES)} "
+         "loss per ms"],
+        ["Verdict rules stated separately and labelled", "yes: A (BCa interval above 0 and BH-adjusted p < "
+         f"{ALPHA:g}) and B (share of cases gaining, descriptive) in separate columns; B never decides A"],
+        ["No wall-clock caps; node caps; every search phase counted", f"yes: {EVAL_CAP:,} policy-tree nodes and "
+         f"{EVAL_WORK:,} search nodes per policy per case; planning cost from counted nodes; no clock column"],
+        ["Capped cases as bounds in every table; same case set for all", f"yes: {int(cases.capped.sum())} capped "
+         "rows kept as bounds (pessimistic gain), counted in every table; candidates need every case of a cell"],
+        ["BCa or studentised intervals with measured coverage", "yes: BCa everywhere; coverage by simulation "
+         + ("(section 3)" if cov else "(not measured: no policy with non-constant gains on every case)")],
+        ["Multiplicity correction across cells", f"yes: Benjamini-Hochberg over every cell tested (best not "
+         f"one-step, at least {MIN_N} cases; section 1 states how many cases a cell needs to reach A)"],
+        ["Power: can a cell reach significance at all?", f"computed: with {tested} tests a cell needs {need} "
+         f"cases; {reach} cells have that many"],
+        ["Blinkered VOI as Tolpin and Shimony; HEC as Golovin, Krause and Ray", "measured as registry specs "
+         "(`blinkered-repeat`, `blinkered:2`, `hec`, `decision-region`); docs/baselines.md checks each definition "
+         "against the papers and says where the study's version differs"],
+        ["POUCT tuned inside its grid, sim-matched and time-matched", (
+            f"yes: `pouct:nodes`, `pouct:time` on every case, multiplier {tuning['best']:g} tuned inside its grid "
+            f"(interior: {tuning['interior']}); the time match is a count (section 3)") if peers and tuning
+         else f"not in this run: {pnote or 'no peer rows'}"],
+        ["Shipped domains", f"yes: {n_split['shipped']} held-out cases"],
+        ["An outside suite converted into domains", f"yes: {n_out} cases from pystreed's cost-sensitive UCI "
+         "datasets (`bench/compare_streed.py`'s mapping), their own split in sections 2 and 3" if n_out
+         else "not in this run (switched off)"],
+        ["Reweighting to other structural mixes", f"yes: {max(len(mixes) - 1, 0)} target mixes (gated 0.25/0.5/0.75 "
+         "x chain 0.2/0.5/0.8), the winner and the map's pick under each, weights tabled (section 3)"],
+        ["Model error with explored, propensity-logged acquisitions, sized by power", "no: not in this edition's "
+         "runs (a separate study module is being built); the second edition's model-error arm stands"],
+        ["Report opens with the map (table + PNG); re-renders from CSVs", "yes: `python3 -m studies.depth3.report "
+         "DIR` rewrites every table and the report byte for byte"],
+        ["`planner bench depth` regenerates it", "yes: `planner bench depth [--quick] [--out DIR] [--workers N] "
+         "[--resume]` runs this edition (`--edition 2` the second)"],
     ])
     L += [""]
     return "\n".join(L)

@@ -327,38 +327,145 @@ def coverage_table(cases: Cases, policies, ns=(10, 30), price=ANCHORED, reps=200
     return out
 
 
-def reweighted(cases: Cases, mixes, price=ANCHORED) -> list:
-    """The pooled best policy when the generated cases are reweighted to other (gated, chain) shares.
+def mix_weights(structures, gated_share: float, chain_share: float) -> tuple:
+    """Importance weights that give a case sample the target (gated, chain) shares; ``(weights, missing)``.
 
-    Each case's weight is ``target(gated) * target(chain) / observed(class)``
-    (gated and chain independent in the target); classes absent from the
-    sample get no weight (the row says how much target mass is missing).
+    A case of class (gated g, chain h) gets ``target(g, h) / count(g, h)``
+    with ``target(g, h) = (gated_share if g else 1 - gated_share) x
+    (chain_share if h else 1 - chain_share)`` (the two independent in the
+    target), normalised to sum 1; `missing` is target mass in classes the
+    sample has no case of (their share cannot be represented).
+
+    >>> w, missing = mix_weights(["gated", "gated", "plain", "chain"], 0.5, 0.5)
+    >>> [round(x, 3) for x in w], missing
+    ([0.167, 0.167, 0.333, 0.333], 0.25)
     """
-    m = np.isin(cases.split, ["select", "test"])
+    st = np.asarray(structures)
+    gated = np.isin(st, ["gated+chain", "gated"])
+    chain = np.isin(st, ["gated+chain", "chain"])
+    w = np.zeros(st.size)
+    missing = 0.0
+    for gv in (True, False):
+        for cv in (True, False):
+            cls = (gated == gv) & (chain == cv)
+            target = (gated_share if gv else 1 - gated_share) * (chain_share if cv else 1 - chain_share)
+            if cls.any():
+                w[cls] = target / cls.sum()
+            else:
+                missing += target
+    total = w.sum()
+    return (w / total if total > 0 else w), float(missing)
+
+
+def reweighted(cases: Cases, mixes, price=ANCHORED, splits=("select",)) -> list:
+    """The pooled best policy when the cases of `splits` are reweighted to other (gated, chain) shares.
+
+    The weights are :func:`mix_weights`'. The first row is the observed mix
+    (every case weight 1/n): its best is the map's pooled winner at this
+    price when `splits` is the selection split. Each row: ``gated_share``,
+    ``chain_share``, ``best`` and ``mean_gain`` (the weighted mean gain over
+    one-step), the runner-up, ``map_best`` (the observed mix's winner) and
+    ``map_best_gain`` (its weighted gain under this mix: how the map's pooled
+    choice fares when the mix moves), ``missing_mass`` and ``ess`` (the
+    weights' effective sample size, ``1 / sum w^2``).
+    """
+    m = np.isin(cases.split, list(splits))
     st = cases.structure[m]
     gated = np.isin(st, ["gated+chain", "gated"])
     chain = np.isin(st, ["gated+chain", "chain"])
     g = cases.gain(price)[m]
     cand = [j for j in range(len(cases.policies)) if cases.ok[m, j].all()]
-    out = []
+    if not st.size or not cand:
+        return []
+    observed = (float(gated.mean()), float(chain.mean()))
+    targets = [("observed", np.full(st.size, 1.0 / st.size), 0.0, observed)]
     for tg, tc in mixes:
-        w = np.zeros(st.size)
-        missing = 0.0
-        for gv in (True, False):
-            for cv in (True, False):
-                cls = (gated == gv) & (chain == cv)
-                target = (tg if gv else 1 - tg) * (tc if cv else 1 - tc)
-                if cls.any():
-                    w[cls] = target / cls.sum()
-                else:
-                    missing += target
-        if w.sum() == 0:
-            continue
-        w = w / w.sum()
+        w, missing = mix_weights(st, tg, tc)
+        if w.sum() > 0:
+            targets.append(("target", w, missing, (tg, tc)))
+    out = []
+    map_best = None
+    for kind, w, missing, (tg, tc) in targets:
         means = [(float(w @ g[:, j]), -j, j) for j in cand]
         means.sort(reverse=True)
-        best, second = means[0], means[1] if len(means) > 1 else (math.nan, 0, None)
-        out.append({"gated_share": tg, "chain_share": tc, "best": cases.policies[best[2]], "mean_gain": best[0],
-                    "runner_up": cases.policies[second[2]] if second[2] is not None else "",
-                    "runner_up_gain": second[0], "missing_mass": missing})
+        best = means[0] if means[0][0] > EQ or cases.base not in cand else (0.0, -cases.base, cases.base)
+        rest = [x for x in means if x[2] != best[2]]
+        second = rest[0] if rest else (math.nan, 0, None)
+        if map_best is None:
+            map_best = best[2]
+        out.append({"mix": kind, "gated_share": tg, "chain_share": tc, "best": cases.policies[best[2]],
+                    "mean_gain": best[0], "runner_up": cases.policies[second[2]] if second[2] is not None else "",
+                    "runner_up_gain": second[0], "map_best": cases.policies[map_best],
+                    "map_best_gain": float(w @ g[:, map_best]), "missing_mass": missing,
+                    "ess": float(1.0 / (w ** 2).sum())})
+    return out
+
+
+#: Splits of the peer table and of the outside summary: the generated cases (both seed sets), shipped, outside.
+PEER_GROUPS = (("generated", ("select", "test")), ("shipped", ("shipped",)), ("outside", ("outside",)))
+
+
+def peer_summary(rows, cases: Cases, peers=("pouct:nodes", "pouct:time"), groups=PEER_GROUPS,
+                 reference: str = "bounded") -> list:
+    """The POUCT peer against ``bounded`` and one-step, paired by case, on expected loss (no planning price).
+
+    The peer's figure on a case is a Monte Carlo mean over its episodes
+    (``mc_se`` its standard error); ``bounded``'s and one-step's are exact
+    (a capped ``bounded`` row counts with its *lower* bound, so the peer is
+    never flattered). Per peer and group of splits: ``n`` (cases where both
+    have a figure), ``diff_bounded`` = mean(peer - bounded) with its BCa
+    interval, ``diff_onestep`` likewise, ``better``/``worse`` (cases where the
+    peer is below/above ``bounded`` by more than two standard errors),
+    ``sims`` (mean simulations per decision), ``sims_capped``, ``failed`` and
+    ``illegal`` (decisions outside the legal set: must be 0).
+
+    >>> rows = [dict(r, num_sims=3, sims_capped="False", mc_se=0.1, failed="False", illegal=0,
+    ...              policy="pouct:time", loss_lo=r["loss_lo"] + 0.5, loss_up=r["loss_up"] + 0.5)
+    ...         for r in _example_rows() if r["policy"] == "lookahead:2"]
+    >>> c = Cases(_example_rows(), ["one-step", "lookahead:2"])
+    >>> (r,) = peer_summary(rows, c, peers=("pouct:time",), reference="lookahead:2")
+    >>> r["n"], r["diff_bounded"], r["diff_onestep"], r["worse"]
+    (8, 0.5, -0.5, 8)
+
+    `reference` stands in for ``bounded`` (the doctest's data has none).
+    """
+    by = {}
+    for r in rows:
+        if r["policy"] in peers:
+            by[(r["case"], r["policy"])] = r
+    ci = {c: k for k, c in enumerate(cases.cases)}
+    jb = cases.policies.index(reference) if reference in cases.policies else None
+    out = []
+    for p in peers:
+        for label, splits in groups:
+            idx = [i for i in np.flatnonzero(np.isin(cases.split, list(splits))) if (cases.cases[i], p) in by]
+            if not idx:
+                continue
+            pr = [by[(cases.cases[i], p)] for i in idx]
+            ok = [not _b(r["failed"]) and jb is not None and cases.ok[i, jb] and not math.isnan(_f(r["loss_up"]))
+                  for i, r in zip(idx, pr)]
+            use = [i for i, k in zip(idx, ok) if k]
+            prow = [r for r, k in zip(pr, ok) if k]
+            row = {"peer": p, "group": label, "n": len(use), "failed": sum(_b(r["failed"]) for r in pr),
+                   "illegal": int(sum(_f(r.get("illegal", 0)) or 0 for r in pr if not _b(r["failed"]))),
+                   "sims_capped": sum(_b(r["sims_capped"]) for r in pr)}
+            if use:
+                peer = np.array([_f(r["loss_up"]) for r in prow])
+                se = np.array([_f(r["mc_se"]) for r in prow])
+                bnd = cases.lo[use, jb]
+                one = cases.lo[use, cases.base]
+                d_b, d_o = peer - bnd, peer - one
+                row.update(diff_bounded=float(d_b.mean()), diff_onestep=float(d_o.mean()),
+                           better=int((d_b < -2 * np.nan_to_num(se)).sum()),
+                           worse=int((d_b > 2 * np.nan_to_num(se)).sum()),
+                           sims=float(np.mean([_f(r["num_sims"]) for r in prow])), mean_se=float(np.nanmean(se)))
+                for name, v in (("diff_bounded", d_b), ("diff_onestep", d_o)):
+                    lo, hi = (bca_interval(v, level=LEVEL, n_boot=N_BOOT, seed=BOOT_SEED) if v.size >= MIN_N
+                              else (math.nan, math.nan))
+                    row[f"{name}_lo"], row[f"{name}_hi"] = lo, hi
+            else:
+                row.update({k: math.nan for k in ("diff_bounded", "diff_onestep", "diff_bounded_lo", "diff_bounded_hi",
+                                                   "diff_onestep_lo", "diff_onestep_hi", "sims", "mean_se")},
+                           better=0, worse=0)
+            out.append(row)
     return out

@@ -116,9 +116,13 @@ def test_reweighting_changes_the_pooled_choice():
         split = spec[case][0]
         spec[case] = ("select" if split == "select" else "test", *spec[case][1:])
     c = Cases(_rows(spec), POLICIES)
-    out = reweighted(c, [(1.0, 0.0), (0.0, 0.0)], price=0.0)
+    everything = reweighted(c, [(1.0, 0.0), (0.0, 0.0)], price=0.0, splits=("select", "test"))
+    assert everything[0]["mix"] == "observed" and everything[0]["map_best"] == "lookahead:2"
+    out = [r for r in everything if r["mix"] == "target"]
     # all gated (the tight cases): lookahead:2; all plain (c6 alone): nothing beats one-step, ties go to it
     assert [r["best"] for r in out] == ["lookahead:2", "one-step"]
+    # the map's pick (lookahead:2) under the all-plain mix: the plain cases' gain, which is 0 there
+    assert out[1]["map_best"] == "lookahead:2" and out[1]["map_best_gain"] == pytest.approx(0.0)
     assert out[0]["missing_mass"] == 0.0 and out[1]["missing_mass"] == 0.0
     assert out[1]["mean_gain"] == pytest.approx(0.0)  # the plain cases alone: nothing beats one-step's 3.0
 
