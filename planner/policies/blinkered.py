@@ -1,13 +1,18 @@
 """The semi-myopic "blinkered" VOI rules (Tolpin and Shimony): repeated measurements, and batches.
 
-Tolpin and Shimony's blinkered scheme values a measurement by the best of
-repeating it k times (k = 1, 2, ...), which catches the value that several weak
+Tolpin and Shimony's blinkered scheme values a measurement by the best plan
+that repeats it k times (k = 1, 2, ...): the plan's value of information minus
+the cost of its k measurements. That catches the value that several weak
 measurements have together and none has alone. Two forms:
 
-* :class:`BlinkeredRepeat` (``blinkered-repeat:K``) is the scheme as the paper
-  states it, on k conditionally independent copies of one observation's
-  likelihood (this model's observations are read once each, so the copies are
-  hypothetical: the adaptation).
+* :class:`BlinkeredRepeat` (``blinkered-repeat:K``) is the scheme as Tolpin's
+  reference implementation computes it (``dtolpin/uncertima``,
+  ``src/algorithm/blinkered.ml`` and ``planhead.ml``: every single-measurement
+  plan and its repetitions, scored by benefit minus cost, the head of the best
+  plan with a positive score taken, stop when none is positive), on k
+  conditionally independent copies of one observation's likelihood (this
+  model's observations are read once each, so the copies are hypothetical: the
+  adaptation). ``docs/baselines.md`` says what was checked and what differs.
 * :class:`Blinkered` (``blinkered:K``) extends it over *batches* of distinct
   observations instead of repetitions.
 """
@@ -258,15 +263,19 @@ def repeat_value(node, o: int, k: int) -> float:
 class BlinkeredRepeat(_Repeats):
     """Blinkered VOI over repeated readings, as Tolpin and Shimony define it (spec ``blinkered-repeat:K``, K = 3).
 
-    The blinkered estimate of an eligible observation o is the best, over
-    k = 1..K, of the value of k readings of o per reading, less its penalty:
-    ``net(o) = max_k repeat_value(o, k) / k - penalty(o)`` (the same as
-    ``max_k (V_k - k penalty) / k``, the net of the k-reading plan per
-    reading). The policy acquires the observation of the largest estimate and
+    The blinkered estimate of an eligible observation o is the net value of
+    the best plan that reads o k times, k = 1..K:
+    ``net(o) = max_k (repeat_value(o, k) - k penalty(o))`` (the plan's benefit
+    minus the cost of its k readings, as the reference implementation scores
+    a plan: ``dtolpin/uncertima``, ``planhead.ml``; an earlier version here
+    divided by k, which ranks observations differently). The policy acquires
+    the observation of the largest estimate (the head of the best plan) and
     stops when none exceeds 0 by more than TIE (ties as
     :func:`~planner.policies.base.pick_best`). ``blinkered-repeat:1`` is the
     one-step rule, and every estimate is at least the one-step net (k = 1 is
-    in the max).
+    in the max). The reference grows k by doubling (1, 2, 4, ...) while the
+    plan fits the budget; here every k up to K is tried (a superset of the
+    doublings up to K).
 
     Adaptation, stated: this model's observations are read once each (a
     static hidden world; a second call of a tool may return the same answer),
@@ -278,10 +287,10 @@ class BlinkeredRepeat(_Repeats):
     readings the budget could not pay for. Only eligible observations
     (admitted, available, affordable) are scored.
 
-    Candidate table: `value` is the best per-reading value
-    ``max_k repeat_value / k``, `penalty` o's penalty and `net` their
+    Candidate table: `value` is the best plan's value ``repeat_value(o, k)``,
+    `penalty` its k readings' penalty ``k penalty(o)`` and `net` their
     difference; ``extra`` holds ``evsi`` (k = 1), ``k`` (the maximising k,
-    the smallest on ties within TIE) and ``repeat_value`` (the k-reading value).
+    the smallest on ties within TIE) and ``reading_penalty`` (o's penalty).
 
     Examples
     --------
@@ -297,41 +306,41 @@ class BlinkeredRepeat(_Repeats):
     name = "blinkered-repeat"
     arg = "K"
     forms = ("blinkered-repeat", "blinkered-repeat:K")
-    summary = ("blinkered VOI of Tolpin and Shimony: the best value per reading of up to K (default 3) "
-               "independent readings of one observation")
+    summary = ("blinkered VOI of Tolpin and Shimony: the best net value (benefit minus the readings' penalty) "
+               "of up to K (default 3) independent readings of one observation")
     study = {"blinkered-repeat": ("cheap", "model", "frontier")}
 
 
     def _estimates(self, node):
-        """``(evsi, per-reading value, best k, k-reading value)``, each ``float64[O]`` (``nan`` where not eligible)."""
+        """``(evsi, best plan's value, best k, best plan's net)``, each ``float64[O]`` (``nan`` where not eligible)."""
         from planner.policies.onestep import one_step_values
 
         c = node.compiled
         evsi = one_step_values(node)
-        value, best_k, best_v = evsi.copy(), np.ones(len(evsi), dtype=np.int64), evsi.copy()
+        value, best_k = evsi.copy(), np.ones(len(evsi), dtype=np.int64)
+        net = evsi - c.penalty
         for o in np.flatnonzero(node.eligible):
             for k in range(2, self.k + 1):
                 if not affordable(node.spent + (k - 1) * c.cost[o], c.cost[o], c.limits):
                     break
                 v = repeat_value(node, int(o), k)
-                if v / k > value[o] + TIE:
-                    value[o], best_k[o], best_v[o] = v / k, k, v
-        return evsi, value, best_k, best_v
+                if v - k * c.penalty[o] > net[o] + TIE:
+                    value[o], best_k[o], net[o] = v, k, v - k * c.penalty[o]
+        return evsi, value, best_k, net
 
     def decide(self, node):
         c = node.compiled
-        evsi, value, best_k, best_v = self._estimates(node)
-        net = value - c.penalty
+        evsi, value, best_k, net = self._estimates(node)
         rows = node.gate_candidates()
         for o, row in enumerate(rows):
             if row is None:
                 rows[o] = Candidate(observation=c.obs_names[o], status="admitted", value=float(value[o]),
-                                    penalty=float(c.penalty[o]), net=float(net[o]),
+                                    penalty=float(best_k[o] * c.penalty[o]), net=float(net[o]),
                                     extra={"evsi": float(evsi[o]), "k": int(best_k[o]),
-                                           "repeat_value": float(best_v[o])})
+                                           "reading_penalty": float(c.penalty[o])})
         return Decision(observe=pick_best(net, c.penalty, node.eligible), candidates=tuple(rows))
 
     def choose(self, node):
         c = node.compiled
-        _, value, _, _ = self._estimates(node)
-        return pick_best(value - c.penalty, c.penalty, node.eligible), False
+        _, _, _, net = self._estimates(node)
+        return pick_best(net, c.penalty, node.eligible), False

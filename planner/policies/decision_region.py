@@ -5,6 +5,14 @@ best for them, joins every pair of hypotheses in different groups by an edge of
 weight the product of their probabilities, and picks the test that cuts the
 most expected edge weight per unit cost. Driving that weight to zero puts the
 belief into one decision region, where acquiring more cannot change the act.
+
+This rule is EC2 *in spirit*, not EC2: an outcome y leaves the edge weight of
+the consistent hypotheses, which in prior mass is ``P(y)^2 W(b_y)`` (so an
+expected ``sum_y P(y)^3 W(b_y)``, as EC2 implementations score a test, e.g.
+``vcarbune/netloc``'s ``ec2.h``), whereas :func:`edge_gains` weights the
+normalised ``W(b_y)`` by ``P(y)``. :class:`~planner.policies.hec.HEC` has the
+faithful update (EC2 when the regions are disjoint); ``docs/baselines.md``
+says what was checked.
 """
 
 from __future__ import annotations

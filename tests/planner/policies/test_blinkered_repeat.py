@@ -40,7 +40,11 @@ def test_the_estimate_is_at_least_the_one_step_evsi_and_repeat_one_is_the_evsi(n
             assert rb.value >= ra.value - 1e-12 and rb.net >= ra.net - 1e-12
             assert repeat_value(node, o, 1) == pytest.approx(ra.value, abs=1e-12)
             k = rb.extra["k"]
-            assert rb.value == pytest.approx(repeat_value(node, o, k) / k, abs=1e-12)
+            # the best plan's net, as Tolpin's reference scores a plan: benefit minus the k readings' cost
+            assert rb.value == pytest.approx(repeat_value(node, o, k), abs=1e-12)
+            assert rb.net == pytest.approx(rb.value - k * ra.penalty, abs=1e-12)
+            # every k' <= k was affordable (the search stops at the first k that is not): none nets more
+            assert all(rb.net >= repeat_value(node, o, j) - j * ra.penalty - 1e-9 for j in range(1, k + 1))
 
 
 def _with_copies(name, obs, n):
