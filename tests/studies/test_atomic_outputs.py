@@ -63,7 +63,8 @@ def _beside(folder: pathlib.Path) -> list:
 
 
 def _run(out, *extra) -> int:
-    return main(["bench", "depth", "--quick", "--out", str(out), "--no-progress", "--no-plots", "--no-peer", *extra])
+    return main(["bench", "depth", "--edition", "2", "--quick", "--out", str(out), "--no-progress", "--no-plots",
+                 "--no-peer", *extra])
 
 
 def _interrupt_nth_call(monkeypatch, module, name, n=1):
@@ -88,7 +89,7 @@ def test_an_interrupt_while_writing_keeps_the_previous_results(tmp_path, monkeyp
     name, _, n = where.partition(":")
     _interrupt_nth_call(monkeypatch, depth, name, int(n or 1))
     plots = [] if name == "make_plots" else ["--no-plots"]
-    rc = main(["bench", "depth", "--quick", "--out", str(out), "--no-progress", "--no-peer", *plots])
+    rc = main(["bench", "depth", "--edition", "2", "--quick", "--out", str(out), "--no-progress", "--no-peer", *plots])
     err = capsys.readouterr().err.splitlines()
     assert rc == 130
     assert len(err) == 1 and err[0].startswith("planner: interrupted: ") and "previous results" in err[0]
@@ -177,7 +178,7 @@ def test_default_output_in_a_read_only_working_directory(tmp_path, monkeypatch, 
         return real(self, *a, **k)
 
     monkeypatch.setattr(pathlib.Path, "mkdir", mkdir)
-    rc = main(["bench", "depth", "--quick", "--no-progress", "--no-plots"])
+    rc = main(["bench", "depth", "--edition", "2", "--quick", "--no-progress", "--no-plots"])
     err = capsys.readouterr().err.splitlines()
     assert rc == 2
     assert len(err) == 1 and "studies/results/depth-quick" in err[0] and "Permission denied" in err[0]
@@ -188,7 +189,8 @@ def test_default_output_where_nothing_can_be_created():
     """A real refusal, for root too: nothing can be created under /proc."""
     if not os.path.isdir("/proc/self") or os.access("/proc", os.W_OK) and _can_mkdir("/proc"):
         pytest.skip("needs a folder where mkdir fails")
-    r = subprocess.run([sys.executable, "-m", "planner.cli", "bench", "depth", "--quick", "--no-progress"],
+    r = subprocess.run([sys.executable, "-m", "planner.cli", "bench", "depth", "--edition", "2", "--quick",
+                        "--no-progress"],
                        cwd="/proc", capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 2
     lines = r.stderr.splitlines()
@@ -217,7 +219,7 @@ def slow(rows, path):
     time.sleep(3600)  # until the test's SIGINT
 depth.write_csv = slow
 from planner.cli import main
-sys.exit(main(["bench", "depth", "--quick", "--out", sys.argv[2], "--no-progress", "--no-plots", "--no-peer"]))
+sys.exit(main(["bench", "depth", "--edition", "2", "--quick", "--out", sys.argv[2], "--no-progress", "--no-plots", "--no-peer"]))
 """
 
 
@@ -285,7 +287,7 @@ def test_plots_are_written_whole(tmp_path, monkeypatch):
 
     monkeypatch.setattr(report, "write_bytes", spy)
     out = tmp_path / "results"
-    assert main(["bench", "depth", "--quick", "--out", str(out), "--no-progress", "--no-peer"]) == 0
+    assert main(["bench", "depth", "--edition", "2", "--quick", "--out", str(out), "--no-progress", "--no-peer"]) == 0
     # every plot (and table) went through one atomic write of the whole file
     pngs = {p.name for p in out.iterdir() if p.suffix == ".png"}
     assert pngs and pngs <= set(writes)

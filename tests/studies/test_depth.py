@@ -115,7 +115,8 @@ def quick(tmp_path_factory):
     out = tmp_path_factory.mktemp("edition2") / "quick"
     from planner.cli import main
 
-    rc = main(["bench", "depth", "--quick", "--out", str(out), "--no-progress", "--no-peer", "--no-plots"])
+    rc = main(["bench", "depth", "--edition", "2", "--quick", "--out", str(out), "--no-progress", "--no-peer",
+               "--no-plots"])
     assert rc == 0
     return out
 
@@ -124,7 +125,7 @@ def test_quick_run_opens_with_the_share_of_non_myopic_cases(quick):
     lines = (quick / "report.md").read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith("# The depth study, second edition")
     assert lines[2].startswith("**Share of cases with any non-myopic value**")
-    assert "planner bench depth --quick" in lines[4]
+    assert "planner bench depth --edition 2 --quick" in lines[4]
     text = "\n".join(lines)
     for section in ("## The regime map", "## Every policy", "## Latency as a sweep", "## Model error",
                     "## Loss against budget and penalty weight", "## Where the exact optimum stops being computable"):
