@@ -68,7 +68,7 @@ PEER_MAX_SIMS = 1000
 #: ``python3 -m studies.depth3.pouct`` (the median over its four tuning instances at 200 simulations per
 #: decision, on the study's 2-core machine; see docs/depth-study.md) and fixed here, so that the
 #: time-matched budget is a count: ``bounded``'s nodes per decision x NODE_MS / PEER_MS_PER_SIM.
-PEER_MS_PER_SIM = 0.3
+PEER_MS_PER_SIM = 0.84
 
 
 def budget_level(data: dict) -> str:
