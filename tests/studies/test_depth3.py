@@ -200,3 +200,80 @@ def test_committed_rows_read_no_clock_and_cover_every_policy_on_every_case():
         by_case.setdefault(r["case"], []).append(r["policy"])
     assert all(sorted(v) == sorted(ALL) for v in by_case.values())
     assert {r["split"] for r in rows} == {"select", "test", "shipped"}
+
+
+def test_mix_weights_give_the_target_shares():
+    from studies.depth3.select import mix_weights
+
+    rng = np.random.default_rng(3)
+    st = rng.choice(["gated+chain", "gated", "chain", "plain"], size=40, p=[0.1, 0.5, 0.1, 0.3])
+    gated = np.isin(st, ["gated+chain", "gated"])
+    chain = np.isin(st, ["gated+chain", "chain"])
+    for tg, tc in [(0.25, 0.2), (0.5, 0.5), (0.75, 0.8)]:
+        w, missing = mix_weights(st, tg, tc)
+        assert missing == 0.0 and w.sum() == pytest.approx(1.0)
+        assert float(w @ gated) == pytest.approx(tg) and float(w @ chain) == pytest.approx(tc)
+        assert float(w @ (gated & chain)) == pytest.approx(tg * tc)  # independent in the target
+    w, missing = mix_weights(np.array(["gated"] * 3 + ["plain"] * 2), 0.5, 0.5)
+    assert missing == pytest.approx(0.5)  # gated+chain and chain have no case
+    assert float(w[:3].sum()) == pytest.approx(0.5)
+
+
+def test_peer_summary_pairs_the_peer_with_bounded_and_never_flatters_it():
+    from studies.depth3.select import peer_summary
+
+    spec = _spec()
+    rows = _rows(spec)
+    peer = []
+    for case, (split, _, _, pol) in spec.items():
+        if math.isnan(pol["bounded"][0]):
+            continue
+        for p, shift in (("pouct:time", 0.5), ("pouct:nodes", -0.2)):
+            loss = pol["bounded"][1] + shift  # above bounded's upper bound by `shift`
+            peer.append({"case": case, "policy": p, "loss_lo": loss, "loss_up": loss, "mc_se": 0.01,
+                         "num_sims": 7, "sims_capped": False, "failed": False, "illegal": 0})
+    c = Cases(rows, POLICIES)
+    out = {(r["peer"], r["group"]): r for r in peer_summary(rows + peer, c)}
+    gen = out["pouct:time", "generated"]
+    # c8's bounded row is capped with bounds [1, 4]: the peer (4.5) is compared with the lower bound 1
+    diffs = [0.5] * 8 + [3.5]
+    assert gen["n"] == 9 and gen["diff_bounded"] == pytest.approx(np.mean(diffs))
+    assert gen["worse"] == 9 and gen["better"] == 0 and gen["sims"] == 7
+    assert out["pouct:nodes", "generated"]["better"] == 8  # 0.2 below bounded, beyond 2 standard errors
+
+
+def test_outside_cases_use_the_streed_mapping_cut_to_a_small_depth_limited_variant():
+    from planner.model.domain import Domain
+    from studies.depth3.outside import CALLS, FEATURES, outside_domain, outside_names, streed_module
+
+    mod = streed_module()
+    names = outside_names()
+    assert len(names) == 12 and len(set(names)) == 12
+    d = outside_domain("heart-high")
+    Domain.from_dict(d)  # loads
+    ds = mod.load_case("heart", "high")
+    assert len(d["observations"]) == FEATURES and d["budget"]["limits"] == {"calls": CALLS}
+    # the label's prior is the rows' label frequencies, whatever columns were dropped
+    counts = np.bincount(ds["labels"], minlength=len(ds["matrix"])) / len(ds["labels"])
+    prior = {}
+    for e in d["prior"]["joint"]:
+        prior[e["state"]["label"]] = prior.get(e["state"]["label"], 0.0) + e["p"]
+    assert [prior[f"c{k}"] for k in range(len(counts))] == pytest.approx(counts.tolist())
+    # the losses and the test costs are the mapping's own
+    full = mod.domain_dict(ds)
+    assert d["actions"] == full["actions"]
+    for o, spec in d["observations"].items():
+        assert spec["cost"]["calls"] == 1
+        assert spec["cost"].get("cost") == full["observations"][o].get("cost", {}).get("cost")
+    with pytest.raises(Exception, match="no outside case"):
+        outside_domain("iris-middle")
+
+
+def test_matched_simulations_follow_bounded_counted_nodes():
+    from studies.depth3.design import NODE_MS, PEER_MS_PER_SIM
+    from studies.depth3.pouct import matched_sims
+
+    m = matched_sims(40_000.0, max_sims=1000)
+    assert m["pouct:nodes"] == (1000, True)
+    assert m["pouct:time"] == (round(40_000 * NODE_MS / PEER_MS_PER_SIM), False)
+    assert matched_sims(3.0)["pouct:time"] == (1, False)  # at least one simulation
