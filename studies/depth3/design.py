@@ -63,7 +63,7 @@ MIXES = tuple((g, c) for g in (0.25, 0.5, 0.75) for c in (0.2, 0.5, 0.8))
 #: The POUCT peer (:mod:`studies.depth3.pouct`): episodes per case (common random numbers for both
 #: budgets), and the most simulations per decision either budget may take.
 PEER_EPISODES = 20
-PEER_MAX_SIMS = 1000
+PEER_MAX_SIMS = 500
 #: Milliseconds of wall time per POUCT simulation (faithful settings), measured once by
 #: ``python3 -m studies.depth3.pouct`` (the median over its four tuning instances at 200 simulations per
 #: decision, on the study's 2-core machine; see docs/depth-study.md) and fixed here, so that the
