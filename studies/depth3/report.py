@@ -133,8 +133,9 @@ def _render(meta, cases, smap, oos, cov, summary, outside, mixes, peers, plots, 
     L = [f"# {tag}Depth study, third edition: which policy to use where", ""]
     if preview:
         L += ["**This is a preview**: a handful of small cases per seed, run to check the machinery, not the "
-              "study's result. Do not cite its numbers. The full run: "
-              "`nice -n 10 python3 -m studies.depth3.run --out studies/results/depth3 --workers 2`.", ""]
+              "study's result. Do not cite its numbers. The full run: `planner bench depth --workers 2` (the same "
+              "as `nice -n 10 python3 -m studies.depth3.run --out studies/results/depth3 --workers 2`; "
+              "docs/depth-study.md estimates its cost).", ""]
     L += [f"Cases: {n_split['select']} generated on seeds {SELECT_SEEDS} (selection), {n_split['test']} on seeds "
           f"{TEST_SEEDS} (held out), {n_split['shipped']} shipped domains (held out), {n_split['outside']} cases "
           "of the outside suite (pystreed's cost-sensitive UCI datasets, held out). Every one of the "
