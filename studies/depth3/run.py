@@ -61,8 +61,12 @@ KEEP = ("total_loss", "decision_loss", "penalty", "acquisitions", "decisions_per
 class Config:
     """Which cases: instances per generator seed (at most `max_obs` observations, when given), the shipped domains.
 
-    :meth:`full` is the run the report is meant for; :meth:`preview` a few
-    minutes of one core.
+    :meth:`full` is the run the report is meant for: 24 instances per seed of
+    every size, the shipped domains, the outside suite and the peer, about 80
+    CPU-minutes, some 40 minutes on two idle cores (measured on a sample of
+    its cases: docs/depth-study.md, "The full run's cost"). :meth:`preview`
+    is a few CPU-minutes (the committed ``studies/results/depth3-preview``);
+    ``planner bench depth --quick`` runs the preview's cases.
     """
 
     instances: int
@@ -75,6 +79,7 @@ class Config:
 
     @classmethod
     def full(cls) -> "Config":
+        # kept at the design's size: the measured cost fits the hour on 2 workers (docs/depth-study.md)
         return cls(instances=24)
 
     @classmethod
