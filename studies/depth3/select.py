@@ -337,7 +337,7 @@ def mix_weights(structures, gated_share: float, chain_share: float) -> tuple:
     sample has no case of (their share cannot be represented).
 
     >>> w, missing = mix_weights(["gated", "gated", "plain", "chain"], 0.5, 0.5)
-    >>> [round(x, 3) for x in w], missing
+    >>> [round(float(x), 3) for x in w], missing
     ([0.167, 0.167, 0.333, 0.333], 0.25)
     """
     st = np.asarray(structures)

@@ -171,12 +171,15 @@ def test_report_cli_errors(tmp_path, capsys):
 def test_a_tiny_run_writes_every_output(tmp_path):
     from studies.depth3.run import Config, run_study
 
-    res = run_study(Config(instances=1, max_obs=8, shipped=False, label="preview"), tmp_path / "o", progress=False)
+    res = run_study(Config(instances=1, max_obs=8, shipped=False, outside=False, peer=False, label="preview"),
+                    tmp_path / "o", progress=False)
     from studies.depth3.design import POLICIES as ALL
 
     assert res["cases"] == 5 and res["rows"] == 5 * len(ALL)
     for f in rep.OUTPUTS:
-        assert (tmp_path / "o" / f).is_file(), f
+        # peer.csv only when the peer ran; it did not, and the notes say so
+        assert (tmp_path / "o" / f).is_file() == (f != "peer.csv"), f
+    assert res["notes"] == ["POUCT peer not run (switched off)."]
 
 
 def test_run_cli_refuses_bad_counts(capsys):
@@ -198,8 +201,12 @@ def test_committed_rows_read_no_clock_and_cover_every_policy_on_every_case():
     by_case = {}
     for r in rows:
         by_case.setdefault(r["case"], []).append(r["policy"])
-    assert all(sorted(v) == sorted(ALL) for v in by_case.values())
-    assert {r["split"] for r in rows} == {"select", "test", "shipped"}
+    from studies.depth3.pouct import PEERS
+
+    # every policy on every case; the peer's two rows on every case too when it ran (pomdp-py installed)
+    peers = {p for v in by_case.values() for p in v if p in PEERS}
+    assert all(sorted(v) == sorted(ALL + tuple(sorted(peers))) for v in by_case.values())
+    assert {r["split"] for r in rows} == {"select", "test", "shipped", "outside"}
 
 
 def test_mix_weights_give_the_target_shares():
