@@ -62,8 +62,8 @@ class Config:
     """Which cases: instances per generator seed (at most `max_obs` observations, when given), the shipped domains.
 
     :meth:`full` is the run the report is meant for: 24 instances per seed of
-    every size, the shipped domains, the outside suite and the peer, about 80
-    CPU-minutes, some 40 minutes on two idle cores (measured on a sample of
+    every size, the shipped domains, the outside suite and the peer, about 70
+    CPU-minutes, some 35-40 minutes on two idle cores (measured on a sample of
     its cases: docs/depth-study.md, "The full run's cost"). :meth:`preview`
     is a few CPU-minutes (the committed ``studies/results/depth3-preview``);
     ``planner bench depth --quick`` runs the preview's cases.
