@@ -91,6 +91,10 @@ EPS = 0.5
 #: What plans on each calibrated model: (spec, its base policy on the truth).
 POLICIES = (("one-step", "one-step"), ("lookahead:2", "lookahead:2"), ("lookahead:3", "lookahead:3"),
             ("bounded", "bounded"), ("conservative:one-step", "one-step"), ("conservative:bounded", "bounded"))
+#: The second edition's logger, whose coverage the report shows beside the exploring one's (on some truths).
+CONTROL = "top-k:3"
+#: Instances per family of the control coverage (at the largest N, seed 0).
+CONTROL_INSTANCES = 4
 #: The planned tests' contrasts: deep policy minus one-step error cost (x every N).
 CONTRASTS = ("lookahead:2", "lookahead:3", "bounded")
 ALPHA = 0.05
@@ -353,6 +357,37 @@ def job(args) -> dict:
     return {"rows": rows, "coverage": coverage, "summary": dict(summary, cpu_s=time.process_time() - t0)}
 
 
+def control_coverage(args) -> dict:
+    """The second edition's logger on one truth: ``top-k:3`` on the declared domain, N sessions; its coverage only.
+
+    `args` is ``(family, instance, n, seed)``; the log is simulated as
+    :mod:`studies.model_error` did (:func:`planner.session.simulate.simulate_log`,
+    every session resolved) and streamed once through :func:`row_coverage`.
+    """
+    import planner
+    from planner.compile import compile_domain
+    from planner.gates.admission import admit
+    from planner.io.store import open_log
+    from planner.session.simulate import simulate_log
+    from studies.distort import miscalibrated
+
+    family, instance, n, seed = args
+    data = _truth(family, instance)
+    caller = _caller()
+    tc = compile_domain(planner.Domain.from_dict(data))
+    dc = compile_domain(planner.Domain.from_dict(miscalibrated(data)))
+    folder = tempfile.mkdtemp(prefix="me3c-")
+    try:
+        with open_log(Path(folder) / "log.db") as log:
+            simulate_log(tc, log, sessions=n, policy=CONTROL, resolve=1.0, seed=seed, model=dc, caller=caller)
+            cov = row_coverage(dc, log.iter_sessions(receipts=False))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    loggable = sorted(reachable_rows(tc, admit(tc, caller).admitted))
+    return {"family": family, "instance": instance, "n": n, "seed": seed, "logger": CONTROL,
+            **coverage_summary(cov, loggable)}
+
+
 # --------------------------------------------------------------------------
 # the power calculation
 
@@ -409,6 +444,30 @@ def power_table(rows, *, tests: int, alpha: float = ALPHA, power: float = POWER,
     return out
 
 
+def simulated_power(rows, truths: int, *, tests: int, alpha: float = ALPHA, sims: int = 2000, seed: int = 0) -> dict:
+    """Per planned test: the share of `sims` resamples of `truths` pilot truth means a z-test rejects at alpha/tests.
+
+    A check on the normal approximation of :func:`power_table` for the
+    pilot's seed count (its truth means are resampled as they are, zeros and
+    heavy tails included). ``{(n, contrast): power}``.
+    """
+    z = _z(1 - alpha / (2 * tests))
+    rng = np.random.default_rng(seed)
+    out = {}
+    for n in NS:
+        for contrast in CONTRASTS:
+            x = np.array([np.mean(v) for v in truth_diffs(rows, contrast, n).values()])
+            if x.size < 2 or np.all(np.abs(x) < EQ):
+                out[(n, contrast)] = 0.0
+                continue
+            draws = x[rng.integers(0, x.size, size=(sims, truths))]
+            sd = draws.std(axis=1, ddof=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = np.where(sd > 0, np.abs(draws.mean(axis=1)) / (sd / math.sqrt(truths)), 0.0)
+            out[(n, contrast)] = float((t > z).mean())
+    return out
+
+
 def choose_size(ptab, cpu_per_log: dict, *, budget_s: float = CPU_BUDGET_S, families: int = len(FAMS),
                 max_instances: int = MAX_INSTANCES) -> dict:
     """The (truths, seeds) the arm runs: powers the most tests (largest pilot effect first) within `budget_s`.
@@ -454,22 +513,35 @@ def run(instances: int, seeds: int, out: Path, *, workers: int = 1, label: str, 
     truths = [(f, i) for i in range(offset, offset + instances) for f in FAMS]
     start = time.time()
     results = []
-    with ProcessPoolExecutor(workers) as pool:
+    out.mkdir(parents=True, exist_ok=True)
+    partial = out / "partial.jsonl"  # every finished log, as it finishes: a run cut short keeps what it did
+    with ProcessPoolExecutor(workers) as pool, open(partial, "w") as keep:
         screened = list(pool.map(_screen, truths, chunksize=1))
         own = {k: v for k, v, _ in screened}
+        keep.write(json.dumps({"screened_cpu_s": [t for _, _, t in screened]}) + "\n")
+        # truth-major order: a run cut short has whole truths (every N and seed) but the last few
         todo = [(f, i, n, s, own[(f, i)]) for (f, i) in truths for n in NS for s in range(seeds)]
         for k, r in enumerate(pool.map(job, todo, chunksize=1)):
             results.append(r)
+            keep.write(json.dumps(r) + "\n")
+            keep.flush()
             if (k + 1) % 20 == 0 or k + 1 == len(todo):
                 print(f"{k + 1}/{len(todo)} logs, {time.time() - start:.0f} s", flush=True)
-    out.mkdir(parents=True, exist_ok=True)
+    partial.unlink()
+    return _write_outputs(out, results, [t for _, _, t in screened], label=label, command=command,
+                          instances=instances, offset=offset, seeds=seeds, wall_s=time.time() - start)
+
+
+def _write_outputs(out, results, screened_cpu, *, label, command, instances, offset, seeds, wall_s) -> dict:
+    from studies.tables import write_csv
+
     rows = [r for res in results for r in res["rows"]]
     write_csv(rows, out / "model_error.csv")
     write_csv([c for res in results for c in res["coverage"]], out / "coverage.csv")
     write_csv([res["summary"] for res in results], out / "logs.csv")
     meta = {"label": label, "command": command, "instances": instances, "offset": offset, "seeds": seeds, "families": list(FAMS),
-            "ns": list(NS), "eps": EPS, "wall_s": time.time() - start,
-            "truth_cpu_s": float(np.mean([t for _, _, t in screened])),
+            "ns": list(NS), "eps": EPS, "wall_s": wall_s, "logs": len(results),
+            "truth_cpu_s": float(np.mean(screened_cpu)),
             "cpu_s_per_log": {str(n): float(np.mean([r["summary"]["cpu_s"] for r in results if r["summary"]["n"] == n]))
                               for n in NS}}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
@@ -635,6 +707,12 @@ def write_report(folder, res, *, pilot, size) -> None:
                   "allows (or their pilot effect is 0): **underpowered by design**, reported but not expected to reach "
                   "significance." + (f" Run with {meta['instances']} instances x {meta['seeds']} seeds." if
                                       (meta['instances'], meta['seeds']) != (size['instances'], size['seeds']) else ""), ""]
+            if size.get("simulated"):
+                L += [f"Check of the normal approximation (the pilot's truth means resampled, {size['truths']} truths, "
+                      f"2000 resamples, z-test at {ALPHA:g}/{m}): simulated power "
+                      + ", ".join(f"N={n} `{c}` {v:.2f}" for (n, c), v in size["simulated"].items())
+                      + f". Resampling 20 pilot truths cannot produce an effect the pilot did not see (nor rule one "
+                      "out): both figures are only as good as the pilot.", ""]
     tests = planned_tests(ok)
     L += ["## The planned tests: does depth amplify the error of a calibrated model?", ""]
     L += _table(["N", "deep policy", "truths", "mean d (deep - one-step) [90% BCa]", "d>0 / d<0", "sign-flip p",
@@ -720,6 +798,25 @@ def write_report(folder, res, *, pilot, size) -> None:
                          _f(float(np.median([r["median_ess"] for r in lg])), 1), _f(ratio, 3)])
     L += _table(["family", "N", "logs", "loggable rows", "never-loggable rows", "share empty", "min ESS",
                  "median ESS", "ESS / n"], body)
+    ctl = read_csv(folder / "control.csv") if (folder / "control.csv").is_file() else []
+    if ctl:
+        nmax = int(ctl[0]["n"])
+        L += ["", f"### Against the second edition's logger (`{CONTROL}`), same truths, N = {nmax}, seed 0", "",
+              f"The first {len({c['instance'] for c in ctl})} instances of each family logged again with `{CONTROL}` "
+              "on the declared domain (coverage only; nothing calibrated or scored). Loggable rows as above.", ""]
+        body = []
+        for fam in FAMS:
+            cs = [c for c in ctl if c["family"] == fam]
+            ex = [r for r in logs if r["family"] == fam and r["n"] == nmax and r["seed"] == 0
+                  and str(r["instance"]) in {c["instance"] for c in cs}]
+            if not cs or not ex:
+                continue
+            body.append([fam, len(cs), _f(np.mean([float(c["share_empty"]) for c in cs]), 3),
+                         _f(np.mean([r["share_empty"] for r in ex]), 3),
+                         _f(float(np.median([float(c["min_ess"]) for c in cs])), 1),
+                         _f(float(np.median([r["min_ess"] for r in ex])), 1)])
+        L += _table(["family", "truths", f"share empty, {CONTROL}", f"share empty, explore:{EPS:g}",
+                     f"min ESS, {CONTROL}", f"min ESS, explore:{EPS:g}"], body)
     # verdicts
     sig = [t for t in tests if t["p_holm"] <= ALPHA]
     L += ["", "## Verdicts", ""]
@@ -733,11 +830,29 @@ def write_report(folder, res, *, pilot, size) -> None:
         L += [f"- Smallest Holm p: {best['p_holm']:.3g} (N={best['n']} `{best['contrast']}`, mean d {_f(best['mean'])})."]
     empty = [r["share_empty"] for r in logs if r["n"] == max(NS)]
     if empty:
-        L += [f"- At N = {max(NS)} the share of loggable rows with no data is {_f(float(np.mean(empty)))} on average "
-              f"(max {_f(float(np.max(empty)))}); the exploring logger reaches the rows `top-k:3` never logged."]
+        L += [f"- Coverage: at N = {max(NS)} the share of loggable rows with no data is {_f(float(np.mean(empty)))} on "
+              f"average over the exploring logs (max {_f(float(np.max(empty)))})"
+              + (f"; on the control truths `{CONTROL}` leaves {_f(np.mean([float(c['share_empty']) for c in ctl]))} of "
+                 "them empty." if ctl else ".")]
     L += ["", "Raw rows: `model_error.csv` (truth x N x seed x policy), `logs.csv` (one row per log: coverage "
           "summary, CPU seconds), `coverage.csv` (every row of every log), `meta.json`."]
     write_text(folder / "report.md", "\n".join(L) + "\n")
+
+
+def controls(folder, meta, *, workers: int = 1) -> None:
+    """``control.csv``: the second edition's logger's coverage on the first truths, at the largest N, seed 0."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from studies.tables import write_csv
+
+    folder = Path(folder)
+    if (folder / "control.csv").is_file():
+        return
+    n = max(int(x) for x in meta["ns"])
+    k = min(CONTROL_INSTANCES, int(meta["instances"]))
+    todo = [(f, i, n, 0) for i in range(int(meta.get("offset", 0)), int(meta.get("offset", 0)) + k) for f in FAMS]
+    with ProcessPoolExecutor(workers) as pool:
+        write_csv(list(pool.map(control_coverage, todo, chunksize=1)), folder / "control.csv")
 
 
 def main(argv=None) -> int:
@@ -749,6 +864,10 @@ def main(argv=None) -> int:
     p.add_argument("--instances", type=int, default=None, help="override the power calculation's choice")
     p.add_argument("--seeds", type=int, default=None)
     p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--render", default=None, metavar="DIR",
+                   help="write DIR's report again from its CSVs (and its control coverage, computed when missing)")
+    p.add_argument("--from-partial", default=None, metavar="DIR",
+                   help="a run cut short: write its outputs and report from DIR/partial.jsonl (labelled partial)")
     args = p.parse_args(argv)
     global NS
     command = "python3 -m studies.depth3.model_error " + " ".join(argv if argv is not None else sys.argv[1:])
@@ -758,6 +877,7 @@ def main(argv=None) -> int:
         NS = (10, 40)
         out = Path(args.out or "studies/results/depth3-model-error-quick")
         res = run(1, 1, out, workers=args.workers, label="quick", command=command.strip())
+        controls(out, res["meta"], workers=args.workers)
         rep.write_report(out, res, pilot=None, size=None)
         print(f"{out}: {len(res['rows'])} rows")
         return 0
@@ -776,11 +896,37 @@ def main(argv=None) -> int:
     cpu = {int(k): v for k, v in pilot["meta"]["cpu_s_per_log"].items()}
     cpu["truth"] = pilot["meta"]["truth_cpu_s"]
     size = choose_size(ptab, cpu)
+    size["simulated"] = simulated_power(pilot["rows"], size["truths"], tests=len(CONTRASTS) * len(NS))
+    pinfo = {"rows": pilot["rows"], "meta": pilot["meta"], "power": ptab}
+    if args.render:
+        folder = Path(args.render)
+        res = rep.load_folder(folder)
+        controls(folder, res["meta"], workers=args.workers)
+        rep.write_report(folder, res, pilot=pinfo, size=size)
+        print(f"{folder}: report written again")
+        return 0
+    if args.from_partial:
+        folder = Path(args.from_partial)
+        lines = (folder / "partial.jsonl").read_text().splitlines()
+        screened = json.loads(lines[0])["screened_cpu_s"]
+        results = [json.loads(x) for x in lines[1:] if x.strip()]
+        done = {}
+        for r in results:
+            done.setdefault((r["summary"]["family"], r["summary"]["instance"]), []).append(r)
+        whole = [r for k, rs in done.items() if len(rs) == len(NS) * (args.seeds or size["seeds"]) for r in rs]
+        meta_inst = len({k[1] for k in done})
+        res = _write_outputs(folder, whole, screened, label="partial", command=command.strip() + " (cut short)",
+                             instances=meta_inst, offset=0, seeds=args.seeds or size["seeds"], wall_s=math.nan)
+        controls(folder, res["meta"], workers=args.workers)
+        rep.write_report(folder, res, pilot=pinfo, size=size)
+        print(f"{folder}: {len(res['rows'])} rows from {len(whole)} of {len(results)} logs (whole truths only)")
+        return 0
     inst = args.instances or size["instances"]
     seeds = args.seeds or size["seeds"]
     out = Path(args.out or "studies/results/depth3-model-error")
     res = run(inst, seeds, out, workers=args.workers, label="full", command=command.strip())
-    rep.write_report(out, res, pilot={"rows": pilot["rows"], "meta": pilot["meta"], "power": ptab}, size=size)
+    controls(out, res["meta"], workers=args.workers)
+    rep.write_report(out, res, pilot=pinfo, size=size)
     print(f"{out}: {len(res['rows'])} rows")
     return 0
 
