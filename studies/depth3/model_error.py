@@ -64,6 +64,16 @@ truths and seeds are then the cheapest (n, S) that powers the tests whose
 pilot effect is largest within the CPU budget (:data:`CPU_BUDGET_S` of one
 core, from the pilot's measured seconds per job); the tests the budget
 cannot power are labelled so in the report.
+
+The committed run: the pilot (``studies/results/depth3-model-error/pilot``,
+20 truths x 2 seeds) gave delta from 0.08 (N=500, ``lookahead:2``) to 0.69
+(N=20, ``lookahead:3`` and ``bounded``), so at the Bonferroni level
+0.05/9 (z-sum 3.615) the hardest test, N=500 ``lookahead:2`` (s_w 0.43,
+s_b about 0), needs 185 truths with 2 seeds (369 with 1, 123 with 3);
+at the pilot's 0.7 / 1.0 / 1.9 CPU seconds per log of N = 20 / 100 / 500
+that is 37 instances per family x 2 seeds, 22.6 min of one core, which
+powers all nine tests (by the pilot's estimates; a resampling check of the
+pilot gives 0.98 to 1.00).
 """
 
 from __future__ import annotations
@@ -702,11 +712,13 @@ def write_report(folder, res, *, pilot, size) -> None:
               f"min of one core; truths come in whole instances ({len(FAMS)} per instance).", ""]
         if size is not None:
             pw = ", ".join(f"N={n} `{c}`" for n, c in size["powered"]) or "none"
+            rest = m - len(size["powered"])
             L += [f"**Chosen**: {size['instances']} instances per family ({size['truths']} truths) x {size['seeds']} "
-                  f"seeds, estimated {size['cost_s'] / 60:.1f} min of one core. Tests this size powers (pilot "
-                  f"effect): {pw}. The other {m - len(size['powered'])} tests would need more truths than the budget "
-                  "allows (or their pilot effect is 0): **underpowered by design**, reported but not expected to reach "
-                  "significance." + (f" Run with {meta['instances']} instances x {meta['seeds']} seeds." if
+                  f"seeds, estimated {size['cost_s'] / 60:.1f} min of one core: the cheapest size that powers the "
+                  f"most tests within the budget. Tests it powers (by the pilot's estimates): {pw}. "
+                  + (f"The other {rest} tests would need more truths than the budget allows (or their pilot effect "
+                     "is 0): **underpowered by design**, reported but not expected to reach significance."
+                     if rest else f"That is all {m}: the hardest (largest n) sets the size.") + (f" Run with {meta['instances']} instances x {meta['seeds']} seeds." if
                                       (meta['instances'], meta['seeds']) != (size['instances'], size['seeds']) else ""), ""]
             if size.get("simulated"):
                 L += [f"Check of the normal approximation (the pilot's truth means resampled, {size['truths']} truths, "
@@ -715,15 +727,55 @@ def write_report(folder, res, *, pilot, size) -> None:
                       + f". Resampling 20 pilot truths cannot produce an effect the pilot did not see (nor rule one "
                       "out): both figures are only as good as the pilot.", ""]
     tests = planned_tests(ok)
+    pols = [p_ for p_, _ in POLICIES]
     L += ["## The planned tests: does depth amplify the error of a calibrated model?", ""]
     L += _table(["N", "deep policy", "truths", "mean d (deep - one-step) [90% BCa]", "d>0 / d<0", "sign-flip p",
                  "Holm p", f"verdict at {ALPHA:g}"],
                 [[t["n"], f"`{t['contrast']}`", t["truths"],
                   f"{_f(t['mean'])} [{_f(t['lo'])}, {_f(t['hi'])}]" if not math.isnan(t["lo"]) else _f(t["mean"]),
-                  f"{t['up']} / {t['down']}", f"{t['p']:.3g}", f"{t['p_holm']:.3g}",
+                  f"{t['up']} / {t['down']}", f"{t['p']:.2g}", f"{t['p_holm']:.2g}",
                   ("depth amplifies" if t["mean"] > 0 else "depth is more robust") if t["p_holm"] <= ALPHA else "no decision"]
                  for t in tests])
-    L += [""]
+    L += ["", "(The sign-flip test draws 20,000 sign patterns: its smallest p is 1/20,001 = 5e-05, so equal Holm p "
+          "values here mean every test is at that floor.)", ""]
+    # regret: does the amplified error cost depth its lead?
+    L += ["### Does the amplified error cost depth its lead?", "",
+          "Mean regret under the truth against the true optimum (loss planning on the calibrated model minus "
+          "`bounded`'s loss planning on the truth), per truth (seeds averaged), 90% BCa over truths; the last row is "
+          "each base policy planning on the truth itself.", ""]
+    opt = {}
+    for r in ok:
+        if r["policy"] == "bounded":
+            opt[(r["family"], r["instance"])] = r["on_truth"]
+    body = []
+    for n in NS:
+        cells = []
+        for p_ in pols:
+            per = {}
+            for r in ok:
+                if r["n"] == n and r["policy"] == p_ and (r["family"], r["instance"]) in opt:
+                    per.setdefault((r["family"], r["instance"]), []).append(r["loss"] - opt[(r["family"], r["instance"])])
+            cells.append(_mean_ci([np.mean(v) for v in per.values()], seed=n))
+        body.append([f"N = {n}"] + cells)
+    own_reg = []
+    for p_, b in POLICIES:
+        per = {}
+        for r in ok:
+            if r["policy"] == p_ and (r["family"], r["instance"]) in opt:
+                per[(r["family"], r["instance"])] = r["on_truth"] - opt[(r["family"], r["instance"])]
+        own_reg.append(_f(float(np.mean(list(per.values())))) if per else "-")
+    body.append(["on the truth"] + own_reg)
+    L += _table(["model"] + [f"`{p_}`" for p_ in pols], body)
+    lead = []
+    for n in NS:
+        means = {}
+        for p_ in pols[:4]:
+            v = [r["loss"] - opt[(r["family"], r["instance"])] for r in ok if r["n"] == n and r["policy"] == p_
+                 and (r["family"], r["instance"]) in opt]
+            means[p_] = float(np.mean(v)) if v else math.nan
+        lead.append((n, min(means, key=lambda k: means[k]), means))
+    L += ["", "Lowest mean regret among the non-conservative policies (planning on the same calibrated model): "
+          + "; ".join(f"N={n}: `{best}` ({_f(ms[best])}; one-step {_f(ms['one-step'])})" for n, best, ms in lead) + ".", ""]
     # error cost by depth against the log's coverage
     key = {(r["family"], r["instance"], r["n"], r["seed"]): r for r in logs}
     pols = [p for p, _ in POLICIES]
@@ -835,8 +887,16 @@ def write_report(folder, res, *, pilot, size) -> None:
               f"average over the exploring logs (max {_f(float(np.max(empty)))})"
               + (f"; on the control truths `{CONTROL}` leaves {_f(np.mean([float(c['share_empty']) for c in ctl]))} of "
                  "them empty." if ctl else ".")]
+    if lead:
+        L += ["- Depth's lead: planning on the same calibrated model, `" + "`, `".join(sorted({b for _, b, _ in lead}))
+              + "` has the lowest mean regret of the non-conservative policies at every N "
+              + "(" + ", ".join(f"N={n}: {_f(ms[b])} against one-step's {_f(ms['one-step'])}" for n, b, ms in lead)
+              + "): depth pays more for the same model error than one-step does, and still loses less."
+              if len({b for _, b, _ in lead}) == 1 else
+              "- Depth's lead: the lowest mean regret is "
+              + "; ".join(f"N={n} `{b}`" for n, b, _ in lead) + "."]
     # error cost against coverage, in words: the lowest and the highest min-ESS bin met
-    met = [b for b in bins if any(ess_bin(r["min_ess"]) == b for r in logs)]
+    met = [b for b in bins if len({(r["family"], r["instance"]) for r in logs if ess_bin(r["min_ess"]) == b}) >= 10]
     if len(met) >= 2:
         lo_b, hi_b = met[0], met[-1]
         def _bin_mean(p, b):  # as the table: the truth's logs in the bin averaged first, then over truths
@@ -845,7 +905,8 @@ def write_report(folder, res, *, pilot, size) -> None:
                 if r["policy"] == p and ess_bin(key[(r["family"], r["instance"], r["n"], r["seed"])]["min_ess"]) == b:
                     per.setdefault((r["family"], r["instance"]), []).append(r["error_cost"])
             return float(np.mean([np.mean(v) for v in per.values()])) if per else math.nan
-        L += ["- Error cost against coverage (descriptive): from min ESS " + lo_b + " to " + hi_b + ", "
+        L += ["- Error cost against coverage (descriptive; bins with at least 10 truths): from min ESS " + lo_b
+              + " to " + hi_b + ", "
               + "; ".join(f"`{p}` {_f(_bin_mean(p, lo_b))} -> {_f(_bin_mean(p, hi_b))}" for p in pols[:4])
               + ". The bins are not a controlled factor: a log's min ESS rises with N and differs by family, so "
               "a bin mixes both; the per-N rows of the same table are the controlled comparison."]
