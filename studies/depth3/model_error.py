@@ -958,11 +958,14 @@ def main(argv=None) -> int:
     rep = sys.modules[__name__]  # the report is below, in this module
 
     if args.quick:
-        NS = (10, 40)
-        out = Path(args.out or "studies/results/depth3-model-error/quick")
-        res = run(1, 1, out, workers=args.workers, label="quick", command=command.strip())
-        controls(out, res["meta"], workers=args.workers)
-        rep.write_report(out, res, pilot=None, size=None)
+        saved, NS = NS, (10, 40)  # the module's log sizes, for this run only (a caller in-process keeps its own)
+        try:
+            out = Path(args.out or "studies/results/depth3-model-error/quick")
+            res = run(1, 1, out, workers=args.workers, label="quick", command=command.strip())
+            controls(out, res["meta"], workers=args.workers)
+            rep.write_report(out, res, pilot=None, size=None)
+        finally:
+            NS = saved
         print(f"{out}: {len(res['rows'])} rows")
         return 0
     if args.pilot:

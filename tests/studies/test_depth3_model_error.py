@@ -228,7 +228,9 @@ def test_ess_of_each_row_on_a_hand_made_log(tmp_path):
 @pytest.mark.slow
 def test_quick_run_end_to_end(tmp_path):
     out = tmp_path / "quick"
+    ns = me.NS
     assert me.main(["--quick", "--out", str(out), "--workers", "1"]) == 0
+    assert me.NS == ns  # the quick sizes do not leak into the module
     for name in ("model_error.csv", "coverage.csv", "logs.csv", "meta.json", "report.md"):
         assert (out / name).is_file(), name
     res = me.load_folder(out)
