@@ -51,7 +51,7 @@ __all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "BUSY_TIMEOUT", "READ_CHUNK", "MI
            "LoggedAcquisition", "LoggedSession"]
 
 #: The version of the log's schema this code writes (``PRAGMA user_version`` of the file).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: ``PRAGMA application_id`` of an outcome log ("EPLG"): tells our files from other SQLite databases.
 APPLICATION_ID = 0x45504C47
@@ -92,6 +92,11 @@ class LoggedAcquisition:
         The observation's cost, by budget dimension.
     note : str or None
         What went wrong with the tool, when it failed.
+    propensity : float or None
+        The probability the logging policy had of choosing this acquisition
+        at its step, in (0, 1], when the policy is randomised and says so
+        (``explore:EPS:SEED``); None for a deterministic policy, an
+        acquisition the caller chose, and logs of schema version 1.
     """
 
     index: int
@@ -100,6 +105,7 @@ class LoggedAcquisition:
     unplanned: bool
     cost: dict
     note: str | None
+    propensity: float | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -188,8 +194,12 @@ class OutcomeLog(abc.ABC):
 
     @abc.abstractmethod
     def acquisition(self, session: int, *, index: int, observation: str, outcome: str, cost: dict[str, float],
-                    unplanned: bool, note: str | None) -> None:
-        """Log acquisition number `index` (from 0, in order) of `session`."""
+                    unplanned: bool, note: str | None, propensity: float | None = None) -> None:
+        """Log acquisition number `index` (from 0, in order) of `session`.
+
+        `propensity` is the probability the (randomised) logging policy had of
+        choosing it, in (0, 1]; None when unknown or the policy is deterministic.
+        """
 
     @abc.abstractmethod
     def finish(self, session: int, *, action: str, reason: str, expected_loss: float, receipt: dict) -> None:
@@ -367,9 +377,27 @@ def _create_v1(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX resolutions_by_session ON resolutions (session, id)")
 
 
+def _propensity_v2(conn: sqlite3.Connection) -> None:
+    """Version 1 -> 2: each acquisition's propensity (NULL for every acquisition logged before)."""
+    conn.execute("ALTER TABLE acquisitions ADD COLUMN propensity REAL "
+                 "CHECK (propensity IS NULL OR (propensity > 0 AND propensity <= 1))")
+
+
 #: ``MIGRATIONS[k]`` takes a file from version k to k + 1 inside the opening transaction;
 #: a new version appends one function and raises :data:`SCHEMA_VERSION` by one.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_create_v1,)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_create_v1, _propensity_v2)
+
+
+def _propensity(value, session: int):
+    if value is None:
+        return None
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        raise _error(f"session {session}: propensity {value!r}: not a number") from None
+    if not (0.0 < p <= 1.0):  # NaN fails too
+        raise _error(f"session {session}: propensity {value!r}: expected a probability in (0, 1]")
+    return p
 
 
 # --------------------------------------------------------------------------
@@ -415,6 +443,7 @@ class SQLiteLog(OutcomeLog):
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._readonly = readonly
+        self._has_propensity = False
         create = create and not readonly
         p = Path(path)
         if p.is_dir():
@@ -485,10 +514,9 @@ class SQLiteLog(OutcomeLog):
             if version == 0:
                 raise _error(f"{self._shown}: not an outcome log (an empty file; a session "
                              "given this log writes one)")
-            if version != SCHEMA_VERSION:
-                raise _error(f"{self._shown}: outcome-log schema version {version} is older than this code's "
-                             f"({SCHEMA_VERSION}); a command that writes the log (planner log resolve) migrates it")
+            # An older file is read as it is (never migrated here): a version-1 log has no propensities.
             conn.execute("PRAGMA query_only=ON")
+            self._has_propensity = self._columns(conn)
             return
         deadline = time.monotonic() + BUSY_TIMEOUT
         while True:
@@ -505,6 +533,7 @@ class SQLiteLog(OutcomeLog):
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         if version == SCHEMA_VERSION:
+            self._has_propensity = self._columns(conn)
             return  # nothing to write: a current file re-opens unchanged
         with self._transaction(conn):
             version = self._version(conn)  # again, under the write lock: another process may have created it
@@ -513,6 +542,12 @@ class SQLiteLog(OutcomeLog):
             if version != SCHEMA_VERSION:
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        self._has_propensity = self._columns(conn)
+
+    @staticmethod
+    def _columns(conn) -> bool:
+        """Whether the acquisitions table has the propensity column (version 2 on; a read-only v1 file has not)."""
+        return "propensity" in [r[1] for r in conn.execute("PRAGMA table_info(acquisitions)")]
 
     # -- transactions --------------------------------------------------
     def _failed(self, err: sqlite3.Error, doing: str = "cannot write") -> LogError:
@@ -570,19 +605,24 @@ class SQLiteLog(OutcomeLog):
             return int(cur.lastrowid)
 
     def acquisition(self, session: int, *, index: int, observation: str, outcome: str, cost: dict[str, float],
-                    unplanned: bool, note: str | None) -> None:
+                    unplanned: bool, note: str | None, propensity: float | None = None) -> None:
         session = _session_id(session)
+        propensity = _propensity(propensity, session)
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise _error(f"session {session}: acquisition index {index!r}: expected an integer >= 0")
         row = (session, index, _text(observation, "observation"), _text(outcome, "outcome"), int(bool(unplanned)),
-               _cost(cost), None if note is None else _text(note, "note"), _now())
+               _cost(cost), None if note is None else _text(note, "note"), _now(), propensity)
         with self._write() as conn:
             self._open_session(conn, session)
             n = conn.execute("SELECT count(*) FROM acquisitions WHERE session = ?", (session,)).fetchone()[0]
             if index != n:
                 raise _error(f"session {session}: acquisition {index} out of order ({n} logged, so {n} is next)")
+            if propensity is not None and not self._has_propensity:  # a log migrated by another schema's code
+                raise _error(f"{self._shown}: this log has no propensity column")
+            columns = ", propensity" if self._has_propensity else ""
             conn.execute("INSERT INTO acquisitions (session, idx, observation, outcome, unplanned, cost, note, "
-                         "logged) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+                         f"logged{columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?{', ?' if columns else ''})",
+                         row if columns else row[:-1])
 
     def finish(self, session: int, *, action: str, reason: str, expected_loss: float, receipt: dict) -> None:
         session = _session_id(session)
@@ -672,7 +712,8 @@ class SQLiteLog(OutcomeLog):
                 if rows and isinstance(rows[-1][0], int):
                     span = (after, rows[-1][0], *args)
                     acquisitions = conn.execute(
-                        "SELECT a.session, a.idx, a.observation, a.outcome, a.unplanned, a.cost, a.note "
+                        "SELECT a.session, a.idx, a.observation, a.outcome, a.unplanned, a.cost, a.note, "
+                        f"{'a.propensity' if self._has_propensity else 'NULL'} "
                         "FROM acquisitions a JOIN sessions s ON s.id = a.session "
                         f"WHERE a.session > ? AND a.session <= ? {where} ORDER BY a.session, a.idx", span).fetchall()
                     resolutions = conn.execute(
@@ -688,10 +729,11 @@ class SQLiteLog(OutcomeLog):
         resolutions = [_row(r, ((int,), (str,), (str,)), ("session", "proposition", "value"),
                             f"resolutions row of session {r[0]}", shown) for r in resolutions]
         acquired: dict = {}
-        for sid, idx, obs, outcome, unplanned, cost, note in acquisitions:
+        for sid, idx, obs, outcome, unplanned, cost, note, propensity in acquisitions:
             acquired.setdefault(sid, []).append(LoggedAcquisition(
                 index=idx, observation=obs, outcome=outcome, unplanned=bool(unplanned),
-                cost=self._load(cost, sid, "acquisitions.cost"), note=note))
+                cost=self._load(cost, sid, "acquisitions.cost"), note=note,
+                propensity=None if propensity is None else float(propensity)))
         resolved: dict = {}
         for sid, prop, value in resolutions:
             resolved.setdefault(sid, {})[prop] = value
@@ -730,8 +772,8 @@ _SESSION_COLUMNS = ("id", "uuid", "domain", "content_hash", "world", "policy", "
 _NULL = type(None)
 _SESSION_TYPES = ((int,), (str,), (str,), (str,), (str,), (str,), (str,), (str, _NULL), (str,), (str, _NULL),
                   (str, _NULL), (str, _NULL), (float, int, _NULL), (str, _NULL))
-_ACQUISITION_COLUMNS = ("session", "idx", "observation", "outcome", "unplanned", "cost", "note")
-_ACQUISITION_TYPES = ((int,), (int,), (str,), (str,), (int,), (str,), (str, _NULL))
+_ACQUISITION_COLUMNS = ("session", "idx", "observation", "outcome", "unplanned", "cost", "note", "propensity")
+_ACQUISITION_TYPES = ((int,), (int,), (str,), (str,), (int,), (str,), (str, _NULL), (float, int, _NULL))
 
 
 def _unique_pairs(pairs):

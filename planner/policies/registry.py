@@ -17,6 +17,7 @@ from planner.policies.confidence import ConfidenceGate
 from planner.policies.conservative import Conservative
 from planner.policies.decision_region import DecisionRegion
 from planner.policies.dependency import DependencyRule
+from planner.policies.explore import Explore
 from planner.policies.hec import HEC
 from planner.policies.lookahead import Lookahead
 from planner.policies.onestep import OneStepEVSI
@@ -40,6 +41,7 @@ POLICIES = (
     Bounded,
     Conservative,
     PostFilteredTopK,
+    Explore,
 )
 
 #: The spec a session uses when none is given.
@@ -62,7 +64,8 @@ def policy_class(spec: str):
     name, _, _ = spec.partition(":")
     cls = _BY_NAME.get(name)
     if cls is None:
-        raise PolicyError(f"unknown policy '{spec}' (known: {', '.join(policy_forms())})")
+        # names, not every form: the list grows with the registry and the error must stay one short line
+        raise PolicyError(f"unknown policy '{spec}' (known: {', '.join(c.name for c in POLICIES)})")
     return cls
 
 
@@ -80,7 +83,7 @@ def parse_policy(spec: str) -> Policy:
     >>> parse_policy("magic")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    planner.errors.PolicyError: unknown policy 'magic' (known: none, top-k:K, confidence:T, one-step, ...)
+    planner.errors.PolicyError: unknown policy 'magic' (known: none, top-k, confidence, one-step, ...)
     """
     if not isinstance(spec, str):
         raise PolicyError(f"a policy spec is a string, got {type(spec).__name__}")

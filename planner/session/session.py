@@ -239,9 +239,13 @@ class Session:
                                "(the domain's likelihoods rule it out)")
         after = node.child(o, y)
         if self._log is not None:  # first the log: a failed write leaves the session as it was
+            # A randomised policy (explore) gives each candidate the probability it had of being chosen; the
+            # log keeps it only for the policy's own choice (an acquisition the caller picked is not its draw).
+            p = asked.candidates[o].extra.get("propensity") if chosen == name and len(asked.candidates) > o else None
             self._log.acquisition(self.log_id, index=len(self.steps), observation=name, outcome=outcome,
                                   cost={d: float(c.cost[o, i]) for i, d in enumerate(c.dims)},
-                                  unplanned=bool(unplanned), note=note)
+                                  unplanned=bool(unplanned), note=note,
+                                  **({} if p is None else {"propensity": float(p)}))
         self.node = after
         self._pending = None
         self.steps.append(Step(before=node, after=after, asked=asked, chosen=chosen, acquired=name, outcome=outcome,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from planner import cli
-from planner.policies.registry import policy_forms
+from planner.policies.registry import POLICIES
 
 
 def _planner(*args):
@@ -29,9 +29,9 @@ def _planner(*args):
          "planner: error: --world colour=red: unknown proposition 'colour' (propositions: approval)"),
         (("run", "domains/payment_release.yaml"),
          "planner: error: give the hidden world (--world prop=value ...) or --seed N to sample it"),
-        # the known forms come from the policy registry, which grows (one file plus one line per policy)
+        # the known names come from the policy registry, which grows (one file plus one line per policy)
         (("run", "domains/payment_release.yaml", "--world", "approval=pending", "--policy", "magic"),
-         f"planner: error: unknown policy 'magic' (known: {', '.join(policy_forms())})"),
+         f"planner: error: unknown policy 'magic' (known: {', '.join(c.name for c in POLICIES)})"),
         (("run", "domains/nope.yaml", "--seed", "1"), "planner: error: (file): no such file: domains/nope.yaml"),
         (("run", "domains/payment_release.yaml", "--seed", "1", "--limit", "calls"),
          "planner: error: --limit calls: expected NAME=VALUE"),

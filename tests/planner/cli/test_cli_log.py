@@ -188,7 +188,7 @@ def test_a_newer_log_is_one_line_from_the_real_command(logged):
                        text=True)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.splitlines() == [f"planner: error: {logged}: outcome-log schema version 99 is newer than this "
-                                     "code knows (1); use a newer evidence-planner"]
+                                     "code knows (2); use a newer evidence-planner"]
 
 
 def test_the_log_group_is_listed_in_the_help(capsys):

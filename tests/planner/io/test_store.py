@@ -56,7 +56,7 @@ def path(tmp_path):
 
 
 def test_schema_version_is_the_number_of_migrations():
-    assert SCHEMA_VERSION == 1
+    assert SCHEMA_VERSION == 2
     assert len(store.MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -395,7 +395,7 @@ def test_a_newer_version_is_refused(path):
         raw.execute("PRAGMA user_version = 99")
     with pytest.raises(LogError) as e:
         open_log(path)
-    assert _message(e) == (f"{path}: outcome-log schema version 99 is newer than this code knows (1); "
+    assert _message(e) == (f"{path}: outcome-log schema version 99 is newer than this code knows (2); "
                            "use a newer evidence-planner")
 
 
@@ -412,26 +412,26 @@ def test_migrations_run_in_order_once_in_one_transaction(path, monkeypatch):
         conn.execute("CREATE TABLE half_done (x)")
         raise sqlite3.OperationalError("migration failed")
 
-    monkeypatch.setattr(store, "SCHEMA_VERSION", 3)
-    monkeypatch.setattr(store, "MIGRATIONS", (store._create_v1, add_column, broken))
+    monkeypatch.setattr(store, "SCHEMA_VERSION", 4)
+    monkeypatch.setattr(store, "MIGRATIONS", (store._create_v1, store._propensity_v2, add_column, broken))
     with pytest.raises(LogError) as e:
         open_log(path)
     assert _message(e) == f"{path}: cannot write: migration failed"
     with sqlite3.connect(path) as raw:  # neither the new column nor the half-made table survived
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
         assert "tag" not in [r[1] for r in raw.execute("PRAGMA table_info(sessions)")]
         assert raw.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'").fetchone()[0] == 0
 
-    monkeypatch.setattr(store, "SCHEMA_VERSION", 2)
-    monkeypatch.setattr(store, "MIGRATIONS", (store._create_v1, add_column))
+    monkeypatch.setattr(store, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(store, "MIGRATIONS", (store._create_v1, store._propensity_v2, add_column))
     calls.clear()
     with open_log(path) as log:
         assert len(log.sessions()) == 1 and log.sessions()[0].complete
     with open_log(path):
         pass
-    assert calls == ["v2"]  # from 1 to 2 once: not the creation, not twice
+    assert calls == ["v2"]  # from 2 to 3 once: not the creation, not twice
     with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == 3
         assert "tag" in [r[1] for r in raw.execute("PRAGMA table_info(sessions)")]
 
 
@@ -510,7 +510,8 @@ _KILLED = textwrap.dedent("""
                     unplanned=False, note=None)
     raw = sqlite3.connect(path, isolation_level=None)  # and a write that is under way when the kill comes
     raw.execute("BEGIN IMMEDIATE")
-    raw.execute("INSERT INTO acquisitions VALUES (?, 1, 'manager_message', 'unclear', 0, '{}', NULL, 'now')", (sid,))
+    raw.execute("INSERT INTO acquisitions (session, idx, observation, outcome, unplanned, cost, note, logged) "
+                "VALUES (?, 1, 'manager_message', 'unclear', 0, '{}', NULL, 'now')", (sid,))
     print("ready", flush=True)
     time.sleep(120)
 """)

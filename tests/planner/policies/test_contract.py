@@ -14,7 +14,7 @@ from planner.testing import check_policy
 
 #: A value for each argument placeholder a registered spec form uses (``top-k:K`` -> ``top-k:2``). Bounded's
 #: budget is small enough to bind on the check's domains, where its search is cut short.
-ARGS = {"K": "2", "D": "2", "N": "20000", "T": "0.9", "BASE": "one-step", "PRICE": "1"}
+ARGS = {"K": "2", "D": "2", "N": "20000", "T": "0.9", "BASE": "one-step", "PRICE": "1", "EPS": "0.5", "SEED": "7"}
 
 
 def example_spec(cls) -> str:

@@ -84,7 +84,7 @@ def test_with_node_cap_reaches_a_wrapped_base_and_leaves_others_alone():
     assert cons.base.max_nodes == 9
     for cls in POLICIES:
         if cls.node_cap_field is None and not cls.wraps:
-            p = parse_policy(cls.spec_forms()[0].replace(":K", ":2").replace(":T", ":0.9"))
+            p = parse_policy(cls.spec_forms()[0].replace(":K", ":2").replace(":T", ":0.9").replace(":EPS:SEED", ":0.5:7"))
             assert p.with_node_cap(5) == p
 
 
