@@ -186,7 +186,7 @@ def _phase(search: str, nodes: int, unit: int, finished: bool, done=()) -> dict:
     the certain nodes it cut."""
     ph = {"search": search, "nodes": int(nodes), "work": int(nodes) * int(unit), "finished": bool(finished)}
     if search != "best-first":
-        ph.update({k: int(sum(getattr(r, k) for r in done)) for k in ("pruned", "noops", "certain")})
+        ph.update({k: int(sum(getattr(r, k) for r in done)) for k in ("pruned", "noops", "certain", "reused")})
     return ph
 
 
@@ -209,6 +209,10 @@ class Bounded(Policy):
     exhaustive_first : bool
         Try the depth-first exhaustive phase first (default True; False goes
         straight to the best-first search, for tests and benchmarks).
+    share : bool
+        Keep the exact entries of an exhaustive attempt that stops at its cap
+        for the later phases (default True; False discards them, as before
+        they were shared: for tests and benchmarks).
 
     Examples
     --------
@@ -230,6 +234,7 @@ class Bounded(Policy):
     tol_rel: float = attrs.field(default=DEFAULT_TOL_REL, kw_only=True, validator=_nonnegative("tol_rel"))
     price: float = attrs.field(default=DEFAULT_PRICE, kw_only=True, validator=_nonnegative("price"))
     exhaustive_first: bool = attrs.field(default=True, kw_only=True, eq=False)
+    share: bool = attrs.field(default=True, kw_only=True, eq=False)
 
     name = "bounded"
     arg = "N"
@@ -283,18 +288,20 @@ class Bounded(Policy):
         return make_plan
 
     def _exhaustive(self, node, allowance, unit):
-        """Phase 1: the depth-first search to the depth bound, within `allowance` work units: (result or None, phase)."""
+        """Phase 1: the depth-first search to the depth bound, within `allowance` work units: (result or None,
+        phase, the exact memo of what it completed when it stopped at its cap, or None)."""
         cap = allowance // unit
         if cap < 1:
-            return None, _phase("exhaustive", 0, unit, False)
+            return None, _phase("exhaustive", 0, unit, False), None
         try:
             ex = node.search(len(node.compiled.obs_names), max_nodes=cap)
-        except SearchCapExceeded:  # it stopped before expanding node cap + 1
-            return None, _phase("exhaustive", cap, unit, False)
-        return ex, _phase("exhaustive", ex.nodes, unit, True, (ex,))
+        except SearchCapExceeded as stop:  # it stopped before expanding node cap + 1; what it completed is V*
+            return None, _phase("exhaustive", cap, unit, False), (stop.memo if self.share else None)
+        return ex, _phase("exhaustive", ex.nodes, unit, True, (ex,)), None
 
-    def _deepening(self, node, allowance, unit):
-        """Depth-limited searches at depths 1, 2, ... while each fits what is left: the deepest, and the phase."""
+    def _deepening(self, node, allowance, unit, memo=None):
+        """Depth-limited searches at depths 1, 2, ... while each fits what is left, each reading the exact memo
+        `memo` (the first phase's completed nodes): the deepest, and the phase."""
         best, nodes, done = None, 0, []
         full = depth_bound(node.outcome_of, node.spent, node.admission.admitted, node.compiled.cost,
                            node.compiled.limits)
@@ -303,7 +310,7 @@ class Bounded(Policy):
             if cap < 1:
                 break
             try:
-                ex = node.search(d, max_nodes=cap)
+                ex = node.search(d, max_nodes=cap, exact=memo)
             except SearchCapExceeded:
                 nodes += cap
                 break
@@ -317,8 +324,9 @@ class Bounded(Policy):
         dfs_unit, bf_unit = node_work(c)
         prepare_search(node, cap=budget // dfs_unit)  # plain Python below the tier threshold (lookahead.jit)
         phases = []
+        memo = None
         if self.exhaustive_first:
-            ex, ph = self._exhaustive(node, int(budget * EXHAUSTIVE_SHARE), dfs_unit)
+            ex, ph, memo = self._exhaustive(node, int(budget * EXHAUSTIVE_SHARE), dfs_unit)
             phases.append(ph)
             if ex is not None:
                 choice = self._first_step(node, ex)
@@ -357,12 +365,21 @@ class Bounded(Policy):
         # phase 3: where the best-first search stopped short, a depth-limited plan may be better than any it
         # completed; its value tightens the upper bound, and its first step is then the choice
         left = budget - sum(p["work"] for p in phases)
-        deep, ph = self._deepening(node, left, dfs_unit)
+        deep, ph = self._deepening(node, left, dfs_unit, memo)
         phases.append(ph)
         planned = attrs.evolve(planned, phases=tuple(phases))
         if deep is None:
             return planned
         d, ex = deep
+        if ph["finished"]:
+            # the deepest search reached the depth bound: the full-depth search, resumed from the first phase's
+            # exact entries, finished; its value is V* and its choice the optimum's, bit for bit those of
+            # lookahead:<full depth> (lookahead.search, "Exact entries")
+            choice = self._first_step(node, ex)
+            opts = {int(o): (float(ex.q[o]),) * 2 for o in np.flatnonzero(node.eligible)}
+            return _Planned(lo=ex.value, up=ex.value, options=opts, stopped=CERTIFIED, phases=tuple(phases),
+                            choice=choice, make_plan=self._plan_maker(node, ex, choice), depth=None,
+                            method="exhaustive", graph_nodes=res.graph_nodes, merges=res.merges, deepest=d)
         tie = max(TIE, self.tol_abs)
         up = min(res.up, ex.value)
         opts = dict(options)
