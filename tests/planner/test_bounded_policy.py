@@ -68,7 +68,7 @@ def test_a_depth_limited_plan_tightens_an_interval_cut_short_by_the_budget():
     v_star = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
                         len(c.obs_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
                         c.n_values, max_nodes=5_000_000).value
-    pl = Bounded(work=100_000_000)._plan(node)
+    pl = Bounded(work=100_000_000, share=False)._plan(node)
     # the best-first search alone, with the budget the exhaustive attempt left
     from planner.policies.bounded import DEEPENING_SHARE
     bf = Bounded(work=100_000_000 - pl.phases[0]["work"] - int(100_000_000 * DEEPENING_SHARE),
@@ -84,6 +84,10 @@ def test_a_depth_limited_plan_tightens_an_interval_cut_short_by_the_budget():
         assert v_d < bf.up
     for o, (lo, up) in pl.options.items():
         assert lo <= up + 1e-9
+    # reading the exhaustive attempt's exact entries, the depth-limited searches can only do better
+    shared = Bounded(work=100_000_000)._plan(node)
+    assert shared.phases[-1]["reused"] > 0 and shared.deepest >= pl.deepest
+    assert v_star - 1e-9 <= shared.up <= pl.up + 1e-12 and shared.lo == pl.lo
 
 
 def exact_q(node):
