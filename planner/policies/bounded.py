@@ -343,6 +343,8 @@ class Bounded(Policy):
         build = terms > 0 and terms * TABLE_UNIT <= TABLE_SHARE * max(0, left)
         search = BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty,
                                node.admission.admitted, c.facts, separation_tables=build)
+        if memo is not None:  # tips the exhaustive attempt completed are closed at their V* (lookahead.bounded)
+            search.use_exact(memo)
         if terms > 0:
             phases.append({"search": "separation tables", "nodes": 0, "work": search.table_terms * TABLE_UNIT,
                            "finished": build})
@@ -350,6 +352,7 @@ class Bounded(Policy):
         res = search.plan(node.outcome_of, budget=max(0, left // bf_unit), tol_abs=self.tol_abs,
                           tol_rel=self.tol_rel, price=self.price)
         phases.append(_phase("best-first", res.nodes, bf_unit, res.stopped == CERTIFIED))
+        phases[-1]["reused"] = int(res.reused)
         best = search.best_option(res.root, tie_tol=max(TIE, self.tol_abs))
         choice = None if best < 0 else int(search.graph.c_obs[best])
         if choice is not None and not node.eligible[choice]:  # only a rounding of the spend could do this
