@@ -161,7 +161,7 @@ from typing import NamedTuple
 import numpy as np
 
 from lookahead.core import BUDGET_TOL, TIE, _facts_into, _holds_row, _status_into, bayes_risk, permitted_actions
-from lookahead.jit import kernel
+from lookahead.jit import _as_records, kernel
 from lookahead.search import LEAF_SLOT, NODE_SLOT, _exact_value, canonical_belief, lookup
 from lookahead.layout import (
     EXPR_AND,
@@ -464,7 +464,7 @@ class Tables(NamedTuple):
 
 def _no_exact(O: int, Y: int) -> dict:
     """The ``x_*`` fields of :class:`Tables` without an exact memo (one empty slot each)."""
-    return dict(x_nodes=np.zeros(1, dtype=NODE_SLOT), x_leaves=np.zeros(1, dtype=LEAF_SLOT),
+    return dict(x_nodes=_as_records(np.zeros(1, dtype=NODE_SLOT)), x_leaves=_as_records(np.zeros(1, dtype=LEAF_SLOT)),
                 x_dk=np.zeros(1, dtype=np.uint64), x_zob=np.zeros((O, Y), dtype=np.uint64),
                 x_root=np.full(O, -1, dtype=np.int64), x_depth=0, x_use=False)
 
@@ -1724,7 +1724,8 @@ class BoundedSearch:
         if adm.shape != self.admitted.shape or not (adm == self.admitted).all() or memo.zobrist.shape != (O, Y):
             raise ValueError("BoundedSearch.use_exact: the memo is of another domain or admission")
         self.tables = self.tables._replace(
-            x_nodes=memo.table[0], x_leaves=memo.table[1], x_dk=np.array(memo.depth_keys),
+            # (as record-dtype views: inside a tuple the Python tier does not convert them, lookahead.jit)
+            x_nodes=_as_records(memo.table[0]), x_leaves=_as_records(memo.table[1]), x_dk=np.array(memo.depth_keys),
             x_zob=np.array(memo.zobrist), x_root=np.frombuffer(memo.root[1], dtype=np.int64).copy(),
             x_depth=int(memo.depth), x_use=True)
         self.exact = memo

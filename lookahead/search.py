@@ -240,7 +240,7 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
-from lookahead.jit import kernel
+from lookahead.jit import _as_records, kernel
 
 from lookahead.core import (
     BUDGET_TOL,
@@ -1340,14 +1340,17 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
                         exact=exact)
 
 
-_NO_TABLE = (np.zeros(1, dtype=NODE_SLOT), np.zeros(1, dtype=LEAF_SLOT), np.zeros(1, dtype=KEY))
+# (record-dtype views, as lookahead.jit hands structured arrays to the Python tier: inside a tuple it does not)
+_NO_TABLE = (_as_records(np.zeros(1, dtype=NODE_SLOT)), _as_records(np.zeros(1, dtype=LEAF_SLOT)),
+             np.zeros(1, dtype=KEY))
 
 
 def _exact_args(exact, memo):
     """The kernel's ``xm = (nodes, leaves, depth keys, depth, use)`` for `exact` (None: one empty slot each)."""
     if exact is None or not memo:
         return _NO_TABLE + (0, False)
-    return exact.table[0], exact.table[1], np.array(exact.depth_keys), int(exact.depth), True
+    return (_as_records(exact.table[0]), _as_records(exact.table[1]), np.array(exact.depth_keys), int(exact.depth),
+            True)
 
 
 def _constant_somewhere(lik, n_outcomes) -> bool:

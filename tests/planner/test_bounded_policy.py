@@ -84,10 +84,11 @@ def test_a_depth_limited_plan_tightens_an_interval_cut_short_by_the_budget():
         assert v_d < bf.up
     for o, (lo, up) in pl.options.items():
         assert lo <= up + 1e-9
-    # reading the exhaustive attempt's exact entries, the depth-limited searches can only do better
+    # reading the exhaustive attempt's exact entries (best-first tips closed at V*, depth-limited children
+    # taken at V*), the interval still holds V*; here the depth-limited searches reach deeper and do better
     shared = Bounded(work=100_000_000)._plan(node)
-    assert shared.phases[-1]["reused"] > 0 and shared.deepest >= pl.deepest
-    assert v_star - 1e-9 <= shared.up <= pl.up + 1e-12 and shared.lo == pl.lo
+    assert shared.phases[-1]["reused"] > 0 and shared.phases[-2]["reused"] > 0 and shared.deepest >= pl.deepest
+    assert shared.lo - 1e-9 <= v_star <= shared.up + 1e-9 and shared.up <= pl.up + 1e-12
 
 
 def exact_q(node):
@@ -266,3 +267,28 @@ def test_the_depth_first_phases_report_pruned_noops_and_certain():
     full = Bounded(work=10**11)._plan(node).phases[0]  # the exhaustive search, finished
     assert full["finished"] and full["pruned"] + full["noops"] + full["certain"] > 0
     assert deep["pruned"] + deep["noops"] + deep["certain"] > 0
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_full_search_resumed_from_the_exact_entries_certifies_lookahead_at_full_depth(seed):
+    """Where the exhaustive attempt stops at its cap but the depth-limited ladder reaches the depth bound reading
+    its exact entries, the decision is certified with lookahead:<full depth>'s value and choice, bit for bit;
+    without the entries, the same budget does not certify."""
+    from planner.policies.bounded import node_work
+    from planner.policies.lookahead import Lookahead
+
+    raw = benchmark_domain(12, 8, seed=seed, chain=0)
+    raw["budget"].setdefault("limits", {})["calls"] = 3  # depth bound 3: a short ladder
+    node = planner.Session(planner.Domain.from_dict(raw)).node
+    full = node.search(len(node.compiled.obs_names))
+    work = int(1.8 * full.nodes * node_work(node.compiled)[0])  # the exhaustive share (half) cannot hold it
+    pl = Bounded(work=work)._plan(node)
+    assert not pl.phases[0]["finished"] and pl.phases[-1]["search"] == "depth-limited" and pl.phases[-1]["finished"]
+    assert pl.phases[-1]["reused"] > 0 and pl.work <= work
+    assert pl.stopped == "certified" and pl.method == "exhaustive" and pl.lo == pl.up == full.value
+    look = Lookahead(depth=len(node.compiled.obs_names)).decide(node)
+    assert pl.choice == look.observe
+    for o, (lo, up) in pl.options.items():
+        assert lo == up == full.q[o]
+    alone = Bounded(work=work, share=False)._plan(node)
+    assert alone.stopped != "certified" and alone.phases[-1]["reused"] == 0
