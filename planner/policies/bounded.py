@@ -4,7 +4,8 @@ At a node it narrows the interval ``[L, U]`` around the optimal expected total
 loss V* (no depth limit), and acts on the first observation of the best plan
 found, or stops. One decision spends at most its budget of *work units*
 (:data:`DEFAULT_WORK`, about a second of CPU; see "Work units" below), in up to
-three searches that share it (and the tables the second one reads), in this order:
+three searches that share it and one memo of exact values (see "What the
+phases share" below), in this order:
 
 1. the memoised depth-first search of :func:`lookahead.search.expectimax` to
    the deepest depth a plan can reach (the observations left, or fewer where a
@@ -17,10 +18,12 @@ three searches that share it (and the tables the second one reads), in this orde
    at every node, equivalent beliefs merged), with the budget the first phase
    left, less :data:`DEEPENING_SHARE` of it;
 3. where that stops short too, depth-limited searches at depths 1, 2, ...
-   while each fits what is left (at least :data:`DEEPENING_SHARE`): V_d of the deepest is the value of a real
-   plan (it stops after d steps), an upper bound on V*; it tightens the
-   interval, and where it beats every plan the best-first search completed,
-   its first step is the choice.
+   while each fits what is left (at least :data:`DEEPENING_SHARE`): the value of the deepest is the value of
+   a real plan (it stops after d steps, or follows an optimal plan from a node the first phase completed),
+   an upper bound on V*; it tightens the interval, and where it beats every plan the best-first search
+   completed, its first step is the choice. Where the deepest reaches the depth bound, it is the first
+   phase resumed and finished: V* is then known exactly, the decision is certified, and it is
+   ``lookahead:<full depth>``'s value and choice, bit for bit.
 
 Every phase's work counts against the one budget (a decision spends at most
 its budget, plus the rest of the best-first expansion that reached it: at
@@ -28,15 +31,57 @@ most ``O x Y`` more best-first nodes), and the receipt shows each
 (``policy_info.phases``: the search, its nodes, its work units, whether it
 finished; for the depth-first phases also ``pruned``, ``noops`` and
 ``certain``, the counts of :class:`lookahead.search.SearchResult` summed over
-the searches that completed) beside the total (``work``). The first phase's nodes are not reused
-by the second (they are different tables): its share is what an exhaustive
-attempt costs when it does not fit.
+the searches that completed; and ``reused``, below) beside the total (``work``).
+
+What the phases share
+---------------------
+One memo of exact values serves the whole decision: the first phase's
+table. A depth-first search to the depth bound computes V* at every node it
+completes (:mod:`lookahead.search`, "Exact entries": a plan from a node of k
+pairs makes at most ``depth - k`` more acquisitions, its remaining depth), so
+when it stops at its cap every entry it stored is exact, and it is kept
+(:attr:`lookahead.search.SearchCapExceeded.memo`) instead of discarded:
+
+- the best-first search closes every node it generates whose pairs the memo
+  holds at ``L = U = V*`` and never expands it; its plan is read out of the
+  memo (:mod:`lookahead.bounded`, "Exact tips");
+- each depth-limited search takes V* at every child the memo holds (by its
+  pairs, or, at its entry, by its equivalence key) in place of V_{r-1}, and
+  searches nothing below it. Its value W_d then satisfies
+  ``V* <= W_d <= V_d``: by induction, each node's W is the expected loss of
+  the plan that takes the minimising step and follows, below it, either the
+  optimal plan (a memo entry) or the plan behind the child's W, so it is a
+  real plan's value (>= V*); and V* <= V_{r-1} at every child taken from the
+  memo, with min and probability-weighted sums monotone (<= V_d). So it is
+  still an upper bound, tighter, and the plan read out
+  (:func:`lookahead.search.plan_from`, which follows the memo where the
+  search did) is the plan it is the value of (except, as for
+  ``lookahead:D``'s own plans, below a node found by its equivalence key,
+  where the read-out stops).
+
+Entries keyed by a remaining depth are *not* shared between the depth-limited
+searches, because they cannot be: from one root, a node of k pairs has
+remaining depth ``d - k`` in the depth-d search, so no search of another
+depth ever asks for it. Only exact entries are valid at every depth; they are
+keyed by the pairs alone (the remaining depth the first phase gave a node is
+fixed by its pairs), and they are the memo, read by every later search. The
+depth-limited searches do not add to it (their own nodes are V_r, not V*).
+
+What changes is bounds, never their validity: every printed interval is
+still a bound (tested against the pure-Python reference), and a decision
+where the first phase fits is unchanged. A best-first search that closes
+tips expands in another order, so its lower bound after the same number of
+nodes is not always higher (on the engine cases both ends moved inward:
+``bench/results/shared.md``). Every node of every phase is still counted in
+``work``; an entry taken from the memo costs no node and shows as
+``reused`` in the phase's dict (for the best-first phase: the nodes closed
+from the memo). The memo lives for one decision only (see "Owned state").
 
 Owned state (the ``Policy`` contract, point 1)
 ----------------------------------------------
-Nothing is kept between decisions: every decision builds its searches afresh
-from the node and the policy's parameters, and the budget is counted in work
-units, not in seconds. A decision is therefore a function of the node and the
+Nothing is kept between decisions: every decision builds its searches (and
+its memo of exact values) afresh from the node and the policy's parameters,
+and the budget is counted in work units, not in seconds. A decision is therefore a function of the node and the
 spec alone: the same node gives the same Decision whatever was planned before,
 in whatever order, in any process, cold or warm. (An earlier version kept the
 best-first graph on the compiled domain, shared by every decision; what one
@@ -57,14 +102,17 @@ about one second of CPU. The count is deterministic; the clock is not used.
 
 The best-first search's tip bound (:data:`lookahead.bounded.BOUND_SEPARATION`)
 reads two-state relaxation tables built once per search, before it starts
-(:func:`lookahead.bounded.pair_tables`, on domains of 2-16 states). Their
-construction is charged too, as its own phase (``separation tables``, no
-nodes): :data:`TABLE_UNIT` work units for each of the
-:func:`lookahead.bounded.separation_table_terms` terms it computes (measured
-20-38 ns a term, 13-94 ms at 8-16 states and 12-40 observations). The tables
+(:func:`lookahead.bounded.pair_tables`, on domains of 2-16 states), and
+``S x S x O`` tables of which observations tell two states apart and how well
+(2-64 states). Their construction is charged too, as its own phase
+(``separation tables``, no nodes): :data:`TABLE_UNIT` work units for each of
+the :func:`lookahead.bounded.separation_table_terms` terms (measured 20-38 ns
+a term, 13-94 ms at 8-16 states and 12-40 observations; counted once per
+decision) and of the :func:`lookahead.bounded.separation_state_terms` terms
+(``S^2 x O x Y``, measured 9-22 ns a term). The tables
 are built only when they cost at most :data:`TABLE_SHARE` of what the
 best-first search may spend; otherwise the phase shows ``finished: false``
-and no work, and the search runs with the separation bound's other terms (its
+and only the ``S x S x O`` tables' work, and the search runs with the separation bound's other terms (its
 confusion terms, as before the tables existed: a valid bound, usually but not
 always lower). A small
 budget therefore never spends more on the tables than on the search they
@@ -95,6 +143,7 @@ from lookahead.bounded import (
     DEFAULT_TOL_ABS,
     DEFAULT_TOL_REL,
     BoundedSearch,
+    separation_state_terms,
     separation_table_terms,
 )
 from lookahead.core import TIE, reachable_actions
@@ -339,15 +388,18 @@ class Bounded(Policy):
             left -= int(budget * DEEPENING_SHARE)
         # the separation bound's two-state tables are built before the search, and charged to it: only where
         # they cost at most TABLE_SHARE of what the search may spend (else the bound goes without them)
+        # (counted once here and handed over: the search does not count them again). The S x S x O tables
+        # the separation bound reads are always built (where it applies) and charged too.
         terms = separation_table_terms(c.lik, node.admission.admitted, c.cost, c.limits)
-        build = terms > 0 and terms * TABLE_UNIT <= TABLE_SHARE * max(0, left)
+        state = separation_state_terms(c.n_states, len(c.obs_names), c.lik.shape[1])
+        build = terms > 0 and terms * TABLE_UNIT <= TABLE_SHARE * max(0, left - state * TABLE_UNIT)
         search = BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty,
-                               node.admission.admitted, c.facts, separation_tables=build)
+                               node.admission.admitted, c.facts, separation_tables=build, table_terms=terms)
         if memo is not None:  # tips the exhaustive attempt completed are closed at their V* (lookahead.bounded)
             search.use_exact(memo)
-        if terms > 0:
-            phases.append({"search": "separation tables", "nodes": 0, "work": search.table_terms * TABLE_UNIT,
-                           "finished": build})
+        if terms > 0 or search.state_terms > 0:
+            phases.append({"search": "separation tables", "nodes": 0,
+                           "work": (search.table_terms + search.state_terms) * TABLE_UNIT, "finished": build})
             left -= phases[-1]["work"]
         res = search.plan(node.outcome_of, budget=max(0, left // bf_unit), tol_abs=self.tol_abs,
                           tol_rel=self.tol_rel, price=self.price)

@@ -210,8 +210,9 @@ def _exact_value(node):
 
 
 def test_the_separation_tables_are_charged_as_a_phase_of_the_decision():
-    """The best-first search's two-state tables count against the budget, in work units, and show in the receipt."""
-    from lookahead.bounded import separation_table_terms
+    """The best-first search's tables (the two-state ones and the S x S x O ones) count against the budget, in work
+    units, and show in the receipt."""
+    from lookahead.bounded import separation_state_terms, separation_table_terms
     from planner.policies.bounded import DEEPENING_SHARE, TABLE_UNIT, node_work
 
     d = planner.Domain.from_dict(benchmark_domain(14, 8, seed=3, chain=3))
@@ -222,7 +223,10 @@ def test_the_separation_tables_are_charged_as_a_phase_of_the_decision():
     assert names[:3] == ["exhaustive", "separation tables", "best-first"]
     tables = info["phases"][1]
     terms = separation_table_terms(c.lik, node.admission.admitted, c.cost, c.limits)
-    assert tables == {"search": "separation tables", "nodes": 0, "work": terms * TABLE_UNIT, "finished": True}
+    state = separation_state_terms(c.n_states, len(c.obs_names), c.lik.shape[1])
+    assert state == c.n_states ** 2 * len(c.obs_names) * c.lik.shape[1] > 0
+    assert tables == {"search": "separation tables", "nodes": 0, "work": (terms + state) * TABLE_UNIT,
+                      "finished": True}
     assert info["work"] == sum(p["work"] for p in info["phases"])
     _, bf_unit = node_work(c)
     slack = len(c.obs_names) * c.lik.shape[1] * bf_unit  # the rest of the expansion that reached the budget
@@ -234,9 +238,9 @@ def test_the_separation_tables_are_charged_as_a_phase_of_the_decision():
 
 @pytest.mark.parametrize("exhaustive_first", [True, False])
 def test_a_budget_below_the_table_cost_plans_without_the_tables(exhaustive_first):
-    """The tables are not built when they would cost more than their share: the search keeps the budget, and the
-    interval is still a bound."""
-    from lookahead.bounded import separation_table_terms
+    """The two-state tables are not built when they would cost more than their share: the search keeps the budget
+    (less the S x S x O tables, always built), and the interval is still a bound."""
+    from lookahead.bounded import separation_state_terms, separation_table_terms
     from planner.policies.bounded import TABLE_UNIT, node_work
 
     d = planner.Domain.from_dict(benchmark_domain(14, 8, seed=3, chain=3))
@@ -246,7 +250,8 @@ def test_a_budget_below_the_table_cost_plans_without_the_tables(exhaustive_first
     work = cost if not exhaustive_first else 2 * cost  # the best-first allowance is then below 2 x cost
     pl = Bounded(work=work, exhaustive_first=exhaustive_first)._plan(node)
     tables = next(p for p in pl.phases if p["search"] == "separation tables")
-    assert tables == {"search": "separation tables", "nodes": 0, "work": 0, "finished": False}
+    state = separation_state_terms(c.n_states, len(c.obs_names), c.lik.shape[1]) * TABLE_UNIT
+    assert tables == {"search": "separation tables", "nodes": 0, "work": state, "finished": False}
     assert pl.method == "best-first" and pl.stopped != "certified"
     _, bf_unit = node_work(c)
     assert pl.work <= work + len(c.obs_names) * c.lik.shape[1] * bf_unit
