@@ -1675,6 +1675,11 @@ class BoundedSearch:
     table_terms : int, optional
         :func:`separation_table_terms` of these arguments, where the caller has
         counted them already (they are not counted again).
+    state_tables : bool
+        Build the ``S x S x O`` tables the separation bound reads (default
+        True). False builds neither those nor the two-state ones, and the tip
+        bound is then the unlock bound with its step term (admissible, weaker):
+        for a budget too small to pay for them.
 
     Examples
     --------
@@ -1690,7 +1695,7 @@ class BoundedSearch:
 
     def __init__(self, prior, lik, n_outcomes, loss, cost, limits, penalty, admitted, facts, *,
                  max_bytes: int = MAX_GRAPH_BYTES, bound: int = BOUND_SEPARATION, separation_tables: bool = True,
-                 table_terms: int | None = None):
+                 table_terms: int | None = None, state_tables: bool = True):
         self.prior = np.ascontiguousarray(prior, dtype=np.float64)
         self.lik = np.ascontiguousarray(lik, dtype=np.float64)
         self.n_outcomes = np.ascontiguousarray(n_outcomes, dtype=np.int64)
@@ -1718,7 +1723,7 @@ class BoundedSearch:
         starts = np.searchsorted(cls[order], np.arange(cls.max() + 2 if S else 1))
         gated = bool((np.asarray(facts.action_req) != NO_EXPR).any())
         # sep[s, t, o]: o's outcome distribution differs between states s and t (it can tell them apart)
-        if int(bound) >= BOUND_SEPARATION and 2 <= S <= SEP_MAX_STATES:
+        if state_tables and int(bound) >= BOUND_SEPARATION and 2 <= S <= SEP_MAX_STATES:
             differs = (self.lik[:, :, :, None] != self.lik[:, :, None, :]).any(axis=1)
             sep = np.ascontiguousarray(differs.transpose(1, 2, 0))
             # rho[s, t, o]: the Bhattacharyya coefficient of o's outcome distributions in s and t
@@ -1731,8 +1736,8 @@ class BoundedSearch:
             rho_order = np.zeros((1, 1, 1), dtype=np.int64)
         cost_order = np.ascontiguousarray(np.argsort(self.cost.T, axis=1, kind="stable").astype(np.int64))
         self.table_terms = 0
-        self.state_terms = separation_state_terms(S, O, Y, bound)
-        if separation_tables and int(bound) >= BOUND_SEPARATION and 2 <= S <= PAIR_MAX_STATES:
+        self.state_terms = separation_state_terms(S, O, Y, bound) if state_tables else 0
+        if state_tables and separation_tables and int(bound) >= BOUND_SEPARATION and 2 <= S <= PAIR_MAX_STATES:
             self.table_terms = (separation_table_terms(self.lik, self.admitted, self.cost, limits, bound)
                                 if table_terms is None else int(table_terms))
             pair_id, pair_f = pair_tables(self.lik, self.loss, self.penalty, self.admitted, self.cost, self.limits_tol,

@@ -112,7 +112,9 @@ decision) and of the :func:`lookahead.bounded.separation_state_terms` terms
 (``S^2 x O x Y``, measured 9-22 ns a term). The tables
 are built only when they cost at most :data:`TABLE_SHARE` of what the
 best-first search may spend; otherwise the phase shows ``finished: false``
-and only the ``S x S x O`` tables' work, and the search runs with the separation bound's other terms (its
+and only the ``S x S x O`` tables' work (those too are built only within
+that share; without them the tip bound is the unlock bound with its step
+term), and the search runs with the separation bound's other terms (its
 confusion terms, as before the tables existed: a valid bound, usually but not
 always lower). A small
 budget therefore never spends more on the tables than on the search they
@@ -392,12 +394,14 @@ class Bounded(Policy):
         # the separation bound reads are always built (where it applies) and charged too.
         terms = separation_table_terms(c.lik, node.admission.admitted, c.cost, c.limits)
         state = separation_state_terms(c.n_states, len(c.obs_names), c.lik.shape[1])
-        build = terms > 0 and terms * TABLE_UNIT <= TABLE_SHARE * max(0, left - state * TABLE_UNIT)
+        state_ok = state * TABLE_UNIT <= TABLE_SHARE * max(0, left)  # (the two-state tables need them too)
+        build = state_ok and terms > 0 and terms * TABLE_UNIT <= TABLE_SHARE * max(0, left - state * TABLE_UNIT)
         search = BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty,
-                               node.admission.admitted, c.facts, separation_tables=build, table_terms=terms)
+                               node.admission.admitted, c.facts, separation_tables=build, table_terms=terms,
+                               state_tables=state_ok)
         if memo is not None:  # tips the exhaustive attempt completed are closed at their V* (lookahead.bounded)
             search.use_exact(memo)
-        if terms > 0 or search.state_terms > 0:
+        if terms > 0 or state > 0:
             phases.append({"search": "separation tables", "nodes": 0,
                            "work": (search.table_terms + search.state_terms) * TABLE_UNIT, "finished": build})
             left -= phases[-1]["work"]
