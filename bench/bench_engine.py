@@ -20,7 +20,8 @@ Writes ``bench/results/engine.md`` and ``engine.csv``. Sections:
   budget-bound engine cases (8 x 12 chain 3 seed 13, 8 x 16 seeds 1 and 3, 8 x 20 seeds 1-2) with the
   exhaustive attempt's exact entries shared with the later phases (``Bounded()``) and discarded
   (``Bounded(share=False)``), and, with ``--base PATH``, the base revision's policy from a checkout at PATH
-  (run in a child process): per phase nodes and exact entries reused, work, the final interval.
+  (run in a child process): per phase nodes and exact entries reused, work, the final interval; and the
+  CPU time of a depth-limited node with and without the memo (8 x 12 seed 13, depths 4 and 5).
 
 Times are CPU seconds of this process (``time.process_time``) or of the child (``resource``), on a shared
 machine: only ratios measured moments apart are results; node and work counts are exact.
@@ -218,6 +219,26 @@ def shared(rows, log, base=None):
             r = rows[-1]
             log(f"shared 8x{case[0]} s{case[2]} {what}: [{r['lo']:.5f}, {r['up']:.5f}] rel gap {r['rel_gap']}, "
                 f"work {r['work']:,}, reused bf {r['bf_reused']} dl {r['dl_reused']}, {cpu:.2f} s")
+    # the cost of a depth-limited node that reads the memo: one more probe per child, in a large table
+    from lookahead.search import SearchCapExceeded
+
+    node = _root(12, 3, 13)
+    try:
+        node.search(12, max_nodes=600_961)  # the exhaustive attempt at the default budget
+    except SearchCapExceeded as stop:
+        memo = stop.memo
+    for d in (4, 5):
+        for rnd in range(3):  # alternating rounds
+            for what, m in (("not shared", None), ("shared", memo)):
+                t0 = time.process_time()
+                r = node.search(d, exact=m)
+                cpu = time.process_time() - t0
+                rows.append({"section": "depth-limited node cost", "case": "8x12 chain 3 seed 13",
+                             "what": f"depth {d} {what} round {rnd + 1}", "nodes": r.nodes, "reused": r.reused,
+                             "value": round(r.value, 6), "cpu_ms": round(cpu * 1e3, 2),
+                             "ns_per_node": round(cpu / r.nodes * 1e9)})
+                log(f"depth {d} {what}: {r.nodes} nodes, {r.reused} reused, {cpu * 1e3:.1f} ms, "
+                    f"{cpu / r.nodes * 1e9:.0f} ns a node")
     if base is None:
         return
     import json
