@@ -1791,9 +1791,14 @@ class BoundedSearch:
         root = self.tables.x_root
         return tuple((int(o), int(g.oc[i, o])) for o in range(len(root)) if root[o] < 0 and g.oc[i, o] >= 0)
 
-    def _exact_plan(self, pairs) -> dict:
+    def _exact_plan(self, pairs, budget=None) -> dict:
         """The optimal plan from the memo's root + `pairs`, read out of the exact memo
-        (:func:`lookahead.search.plan_from`'s form)."""
+        (:func:`lookahead.search.plan_from`'s form); `budget` (a one-item list) counts the nodes written out, as in
+        :meth:`best_plan` (past it, ``{"elided": True}``)."""
+        if budget is not None:
+            if budget[0] <= 0:
+                return {"elided": True}
+            budget[0] -= 1
         memo = self.exact
         belief = np.frombuffer(memo.root[0], dtype=np.float64)
         root_oc = np.frombuffer(memo.root[1], dtype=np.int64)
@@ -1810,7 +1815,8 @@ class BoundedSearch:
         for y in range(int(self.n_outcomes[o])):
             p = float(b @ self.lik[o, y])
             if p > 0.0:
-                node["outcomes"].append({"outcome": y, "p": p, "then": self._exact_plan(tuple(pairs) + ((o, y),))})
+                node["outcomes"].append({"outcome": y, "p": p,
+                                         "then": self._exact_plan(tuple(pairs) + ((o, y),), budget)})
         return node
 
     def clear(self) -> None:
@@ -1928,7 +1934,8 @@ class BoundedSearch:
             budget[0] -= 1
             exact = self._exact_pairs(int(i))
             if exact is not None:  # closed at its V*: the depth-first search's optimal plan from there
-                return self._exact_plan(exact)
+                budget[0] += 1  # (counted again by the read-out)
+                return self._exact_plan(exact, budget)
             c = self.best_option(int(i))
             if c < 0:
                 return {"stop": True, "action": int(g.act[i]), "value": float(g.risk[i])}
@@ -1966,7 +1973,7 @@ class BoundedSearch:
         seen = [0]
 
         def plan_depth(plan):
-            if "observe" not in plan:
+            if "observe" not in plan:  # (a stop, or a read-out elided past the limit)
                 return 0
             return 1 + max((plan_depth(b["then"]) for b in plan["outcomes"]), default=0)
 
@@ -1974,7 +1981,10 @@ class BoundedSearch:
             seen[0] += 1
             exact = self._exact_pairs(int(i))
             if exact is not None:
-                return plan_depth(self._exact_plan(exact))
+                left = [max(1, limit - seen[0])]
+                plan = self._exact_plan(exact, left)
+                seen[0] += max(1, limit - seen[0]) - left[0]
+                return plan_depth(plan)
             c = self.best_option(int(i))
             if c < 0 or seen[0] > limit:
                 return 0

@@ -354,5 +354,11 @@ def test_an_exact_memo_closes_tips_and_saves_expansions():
     a, b = plain.plan(node.outcome_of, budget=20_000), shared.plan(node.outcome_of, budget=20_000)
     assert a.reused == 0 and b.reused > 0
     assert b.up - b.lo < a.up - a.lo
+
+    def written(plan):
+        return 0 if plan.get("elided") else 1 + sum(written(x["then"]) for x in plan.get("outcomes", ()))
+
+    assert written(shared.best_plan(b.root, max_nodes=50)) <= 50  # the memo's read-out keeps to the limit
+    assert shared.depth(b.root) >= 1
     shared.use_exact(None)
     assert shared.tables.x_use is False and shared.plan(node.outcome_of, budget=20_000).reused == b.reused
