@@ -16,6 +16,12 @@ Writes ``bench/results/engine.md`` and ``engine.csv``. Sections:
   policy in process on 8 x 10-12 domains it can solve, as a ratio of CPU times;
 - ``merge``: the depth-first search with and without merging equivalent beliefs on the STreeD suite
   (``bench/compare_streed.py``'s mapping), at depth 4 and full depth: nodes, merges, CPU ms.
+- ``shared`` (``--only shared``, written to ``shared.md``/``shared.csv``): the default policy on the
+  budget-bound engine cases (8 x 12 chain 3 seed 13, 8 x 16 seeds 1 and 3, 8 x 20 seeds 1-2) with the
+  exhaustive attempt's exact entries shared with the later phases (``Bounded()``) and discarded
+  (``Bounded(share=False)``), and, with ``--base PATH``, the base revision's policy from a checkout at PATH
+  (run in a child process): per phase nodes and exact entries reused, work, the final interval; and the
+  CPU time of a depth-limited node with and without the memo (8 x 12 seed 13, depths 4 and 5).
 
 Times are CPU seconds of this process (``time.process_time``) or of the child (``resource``), on a shared
 machine: only ratios measured moments apart are results; node and work counts are exact.
@@ -162,17 +168,104 @@ def merge(rows, log):
                 f"{out[False][3] * 1e3:.0f} -> {out[True][3] * 1e3:.0f} ms, same value {same}")
 
 
-def write(rows, command, elapsed):
+SHARED_CASES = [(12, 3, 13), (16, 0, 1), (16, 0, 3), (20, 0, 1), (20, 0, 2)]
+
+_BASE_CHILD = '''
+import json, sys, time
+import planner
+from planner.generators import benchmark_domain
+from planner.policies.bounded import Bounded
+from lookahead import jit
+from planner.warm import KERNEL_MODULES
+jit.ensure_compiled(list(KERNEL_MODULES))
+Bounded().decide(planner.Session(planner.Domain.from_dict(benchmark_domain(8, 8, seed=1))).node)  # (load them)
+Bounded(work=20_000_000).decide(planner.Session(planner.Domain.from_dict(benchmark_domain(12, 8, seed=13,
+                                                                                          chain=3))).node)
+for n_obs, chain, seed in json.loads(sys.argv[1]):
+    node = planner.Session(planner.Domain.from_dict(benchmark_domain(n_obs, 8, seed=seed, chain=chain))).node
+    t0 = time.process_time()
+    d = Bounded().decide(node)
+    print(json.dumps({"case": [n_obs, chain, seed], "cpu": time.process_time() - t0, "info": {
+        k: d.info[k] for k in ("interval", "work", "phases", "certified", "search", "plan_source")}}), flush=True)
+'''
+
+
+def _shared_row(case, what, info, cpu):
+    n_obs, chain, seed = case
+    lo, up = info["interval"]
+    ph = {p["search"]: p for p in info["phases"]}
+    row = {"section": "shared", "case": f"8x{n_obs} chain {chain} seed {seed}", "what": what,
+           "lo": round(lo, 6), "up": round(up, 6), "rel_gap": round((up - lo) / max(abs(up), 1e-12), 4),
+           "certified": info["certified"], "work": info["work"]}
+    for name, short in (("exhaustive", "ex"), ("best-first", "bf"), ("depth-limited", "dl")):
+        p = ph.get(name, {})
+        row[f"{short}_nodes"] = p.get("nodes", "")
+        if short != "ex":
+            row[f"{short}_reused"] = p.get("reused", "")
+    row["plan_source"] = info.get("plan_source")
+    row["cpu_s"] = round(cpu, 3)
+    return row
+
+
+def shared(rows, log, base=None):
+    """The exact entries shared or not, side by side (and the base revision's policy, from a checkout)."""
+    for case in SHARED_CASES:
+        node = _root(*case)
+        for what, pol in (("shared", Bounded()), ("not shared", Bounded(share=False))):
+            t0 = time.process_time()
+            d = pol.decide(node)
+            cpu = time.process_time() - t0
+            rows.append(_shared_row(case, what, d.info, cpu))
+            r = rows[-1]
+            log(f"shared 8x{case[0]} s{case[2]} {what}: [{r['lo']:.5f}, {r['up']:.5f}] rel gap {r['rel_gap']}, "
+                f"work {r['work']:,}, reused bf {r['bf_reused']} dl {r['dl_reused']}, {cpu:.2f} s")
+    # the cost of a depth-limited node that reads the memo: one more probe per child, in a large table
+    from lookahead.search import SearchCapExceeded
+
+    node = _root(12, 3, 13)
+    try:
+        node.search(12, max_nodes=600_961)  # the exhaustive attempt at the default budget
+    except SearchCapExceeded as stop:
+        memo = stop.memo
+    for d in (4, 5):
+        for rnd in range(3):  # alternating rounds
+            for what, m in (("not shared", None), ("shared", memo)):
+                t0 = time.process_time()
+                r = node.search(d, exact=m)
+                cpu = time.process_time() - t0
+                rows.append({"section": "depth-limited node cost", "case": "8x12 chain 3 seed 13",
+                             "what": f"depth {d} {what} round {rnd + 1}", "nodes": r.nodes, "reused": r.reused,
+                             "value": round(r.value, 6), "cpu_ms": round(cpu * 1e3, 2),
+                             "ns_per_node": round(cpu / r.nodes * 1e9)})
+                log(f"depth {d} {what}: {r.nodes} nodes, {r.reused} reused, {cpu * 1e3:.1f} ms, "
+                    f"{cpu / r.nodes * 1e9:.0f} ns a node")
+    if base is None:
+        return
+    import json
+
+    env = dict(os.environ, PYTHONPATH=str(Path(base).resolve()))
+    p = subprocess.run([sys.executable, "-c", _BASE_CHILD, json.dumps(SHARED_CASES)], env=env, cwd=base,
+                       capture_output=True, text=True, check=True)
+    for line in p.stdout.splitlines():
+        out = json.loads(line)
+        rows.append(_shared_row(tuple(out["case"]), "base revision", out["info"], out["cpu"]))
+        r = rows[-1]
+        log(f"shared {r['case']} base: [{r['lo']:.5f}, {r['up']:.5f}] rel gap {r['rel_gap']}, work {r['work']:,}")
+
+
+def write(rows, command, elapsed, name="engine"):
     OUT.mkdir(parents=True, exist_ok=True)
     keys = []
     for r in rows:
         keys += [k for k in r if k not in keys]
-    with open(OUT / "engine.csv", "w", newline="") as f:
+    with open(OUT / f"{name}.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
     load = os.getloadavg()[0]
-    lines = ["# The planning engine (issue 20's targets)", "",
+    title = {"engine": "The planning engine (issue 20's targets)",
+             "shared": "One memo for the decision: exact entries shared or not (issue 20, point 2)"}[name]
+    lines = [f"# {title}", "",
              f"Produced by `{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
              f"{elapsed / 60:.1f} min; load average {load:.2f} at the end, on a shared 2-core machine: "
              "CPU times, and only ratios measured moments apart are results). "
@@ -183,7 +276,7 @@ def write(rows, command, elapsed):
         lines += [f"## {section}", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(str(r.get(k, "")) for k in cols) + " |" for r in sub]
         lines.append("")
-    (OUT / "engine.md").write_text("\n".join(lines))
+    (OUT / f"{name}.md").write_text("\n".join(lines))
 
 
 def splice_cold(rows, command):
@@ -210,8 +303,10 @@ def splice_cold(rows, command):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--skip", default="", help="comma-separated sections to skip")
-    ap.add_argument("--only", choices=("cold",),
-                    help="measure only the cold start and replace that section in the results, keeping the rest")
+    ap.add_argument("--only", choices=("cold", "shared"),
+                    help="cold: measure only the cold start and replace that section in the results, keeping the "
+                         "rest; shared: only the shared-memo section, written to shared.md")
+    ap.add_argument("--base", help="with --only shared: a checkout of the base revision to run beside this one")
     args = ap.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     t0 = time.perf_counter()
@@ -226,11 +321,17 @@ def main(argv=None):
         return
     from lookahead import jit
     from planner.warm import KERNEL_MODULES
-    if "cold" not in skip:
+    if "cold" not in skip and args.only != "shared":
         cold_start(rows, log)
     jit.ensure_compiled(list(KERNEL_MODULES))  # the in-process sections measure the compiled tier
     _root(8, 0, 1).search(3)  # load the kernels before any timing
     Bounded().decide(_root(8, 0, 1))
+    if args.only == "shared":
+        Bounded(work=20_000_000).decide(_root(12, 3, 13))  # and the kernels that read an exact memo
+        shared(rows, log, args.base)
+        write(rows, "python3 bench/bench_engine.py --only shared" + (f" --base {args.base}" if args.base else ""),
+              time.perf_counter() - t0, name="shared")
+        return
     for name, fn in (("certified", certified), ("invariant", invariant), ("scale", scale),
                      ("reference", reference), ("merge", merge)):
         if name not in skip:

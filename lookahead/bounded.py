@@ -146,6 +146,27 @@ function of those, so equivalent nodes have the same V*: sharing preserves
 values. The key is a pair of independent 64-bit hashes of those parts (a
 collision among n entries has probability about n^2 / 2^129).
 
+Exact tips
+----------
+:meth:`BoundedSearch.use_exact` hands the search the exact memo of a
+depth-first search to the depth bound from the same root
+(:class:`lookahead.search.ExactMemo`: V* of every node that search
+completed, also when it stopped at its cap; :mod:`lookahead.search`, "Exact
+entries"). A node the search generates below that root whose set of pairs the
+memo holds (looked up by the depth-first search's own Zobrist keys of the
+pairs added to the root, at remaining depth ``depth - k`` for k pairs) gets
+``L = U = V*`` and is never expanded: ``L = V*`` is the largest admissible
+bound and ``U = V*`` the expected loss of a real plan (the optimal one from
+there), so both stay bounds, and the node is solved. :meth:`BoundedSearch.best_plan`
+reads such a node's plan out of the memo (its best observation at each node,
+the optimum's); an unexpanded node whose ``U`` is below its ``R`` can only
+have been closed so. The two key spaces meet through the pairs alone: a node
+the graph finds by its equivalence key is not looked up again (it is the node
+it is equivalent to, with the same V*), and an entry the depth-first search
+stored under its own equivalence key only is not found from here. The nodes
+closed so are counted (:attr:`BoundedResult.reused`); each still costs its
+generation, as every generated node does, but no tip bound.
+
 Arrays
 ------
 ``S`` states, ``O`` observations, ``Y`` outcome slots, ``A`` actions, ``D``
@@ -160,8 +181,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lookahead.core import BUDGET_TOL, TIE, _facts_into, _holds_row, _status_into, bayes_risk
-from lookahead.jit import kernel
+from lookahead.core import BUDGET_TOL, TIE, _facts_into, _holds_row, _status_into, bayes_risk, permitted_actions
+from lookahead.jit import _as_records, kernel
+from lookahead.search import LEAF_SLOT, NODE_SLOT, _exact_value, canonical_belief, lookup
 from lookahead.layout import (
     EXPR_AND,
     EXPR_ESTABLISHED,
@@ -191,6 +213,7 @@ __all__ = [
     "BOUND_UNLOCK_STEP",
     "BOUND_SEPARATION",
     "separation_table_terms",
+    "separation_state_terms",
 ]
 
 #: Most nodes one planning call generates by default (see :func:`default_node_budget`).
@@ -214,9 +237,10 @@ _ST_CERTIFIED, _ST_BUDGET, _ST_PRICE, _ST_SPACE = 0, 1, 2, 3
 
 # counters (Graph.count)
 _C_NODES, _C_CHANCE, _C_SLOTS, _C_HASHED, _C_MERGES, _C_TRANSPOSITIONS, _C_EXPANSIONS, _C_PAIRS = 0, 1, 2, 3, 4, 5, 6, 7
-_N_COUNTS = 11
+_N_COUNTS = 12
 _C_ITERATIONS, _C_IDLE = 8, 9  # descents, and descents that found nothing to expand (stale intervals refreshed)
 _C_LOCAL = 10  # candidates generated without a new descent (the node's best candidate was still ungenerated)
+_C_EXACT = 11  # new nodes closed at their V* from a depth-first search's exact memo (BoundedSearch.use_exact)
 
 _INF = np.inf
 #: Seed of the pair-table Zobrist keys (fixed: the same graph every run).
@@ -424,7 +448,9 @@ class Tables(NamedTuple):
     pattern of possible outcomes (``lik > 0``) form one class:
     ``class_states[class_start[k]:class_start[k + 1]]``, the first of them its
     representative. ``zob : uint64[2, O, Y]``: the Zobrist keys of the pairs
-    (fixed seed).
+    (fixed seed). ``x_*``: the exact memo of a depth-first search read by
+    :meth:`BoundedSearch.use_exact` (its tables, depth keys, pair keys, root
+    pairs and depth; ``x_use`` False: none).
     """
 
     prior: np.ndarray
@@ -449,6 +475,41 @@ class Tables(NamedTuple):
     pair_f: np.ndarray
     gated: bool
     bound: int
+    x_nodes: np.ndarray
+    x_leaves: np.ndarray
+    x_dk: np.ndarray
+    x_zob: np.ndarray
+    x_root: np.ndarray
+    x_depth: int
+    x_use: bool
+
+
+def _no_exact(O: int, Y: int) -> dict:
+    """The ``x_*`` fields of :class:`Tables` without an exact memo (one empty slot each)."""
+    return dict(x_nodes=_as_records(np.zeros(1, dtype=NODE_SLOT)), x_leaves=_as_records(np.zeros(1, dtype=LEAF_SLOT)),
+                x_dk=np.zeros(1, dtype=np.uint64), x_zob=np.zeros((O, Y), dtype=np.uint64),
+                x_root=np.full(O, -1, dtype=np.int64), x_depth=0, x_use=False)
+
+
+@kernel(nrt=False)
+def _exact_of(ocb, t):
+    """V* of the node of pairs `ocb` from the exact memo in `t` (module docstring, "Exact tips"), or inf where
+    the memo does not hold it (or it is not strictly below the memo's root)."""
+    h = np.uint64(0)
+    k = 0
+    for o in range(ocb.shape[0]):
+        if t.x_root[o] >= 0:
+            if ocb[o] != t.x_root[o]:
+                return _INF
+        elif ocb[o] >= 0:
+            h ^= t.x_zob[o, ocb[o]]
+            k += 1
+    if k == 0:
+        return _INF
+    v, c = _exact_value(t.x_nodes, t.x_leaves, t.x_dk, t.x_depth - k, h)
+    if c > 0.0:
+        return v
+    return _INF
 
 
 #: Lower bounds at a tip, weakest first (``Tables.bound``), for measuring what each one prunes.
@@ -1119,8 +1180,19 @@ def _find_or_create(g, ocb, t, f, w):
     for a in range(A):
         permitted[a] = _holds_row(action_req[a], amen, a, vals, work)
     r, act = bayes_risk(bel, loss, permitted)
-    # the tip bound; a node where nothing is eligible is worth R exactly
-    if step_cost == _INF:
+    up = r
+    xv = _INF
+    if t.x_use:
+        xv = _exact_of(ocb, t)
+    if xv < _INF:
+        # V* from the depth-first search's exact memo (module docstring, "Exact tips"): the node is solved,
+        # L = U = V*, and never expanded (its plan is read out of that memo)
+        lh = xv if xv < r else r
+        lh0 = lh
+        up = lh
+        count[_C_EXACT] += 1
+    elif step_cost == _INF:
+        # the tip bound; a node where nothing is eligible is worth R exactly
         lh = r
         lh0 = r
     else:
@@ -1133,7 +1205,7 @@ def _find_or_create(g, ocb, t, f, w):
     nf[i, _LH] = lh
     nf[i, _LH0] = lh0
     nf[i, _LO] = lh
-    nf[i, _UP] = r
+    nf[i, _UP] = up
     ni[i, _ACT] = act
     ni[i, _FIRST] = -1
     ni[i, _NOPT] = 0
@@ -1421,6 +1493,8 @@ class BoundedResult(NamedTuple):
         equivalent node reached by a different set of pairs, and by the same set.
     root : int
         The root's index in the graph.
+    reused : int
+        New nodes closed at their V* from the exact memo (:meth:`BoundedSearch.use_exact`), over the graph's life.
     """
 
     lo: float
@@ -1434,6 +1508,7 @@ class BoundedResult(NamedTuple):
     merges: int
     transpositions: int
     root: int
+    reused: int = 0
 
     @property
     def gap(self) -> float:
@@ -1546,6 +1621,24 @@ def separation_table_terms(lik, admitted, cost, limits, bound: int = BOUND_SEPAR
     return int((grid * (1 + K * (1 + tells[iu].astype(np.int64) * Y))).sum())
 
 
+def separation_state_terms(n_states: int, n_obs: int, n_slots: int, bound: int = BOUND_SEPARATION) -> int:
+    """The terms :class:`BoundedSearch` computes building the separation bound's ``S x S x O`` tables (which
+    observations tell two states apart, and their Bhattacharyya coefficients, sorted): ``S^2 x O x Y`` where it
+    builds them (the separation bound, 2 to :data:`SEP_MAX_STATES` states), else 0.
+
+    Measured at 9-22 ns a term (8-64 states, 12-40 observations, NumPy, on a loaded 2-core machine), the order
+    of :func:`separation_table_terms`' terms: the bounded policy charges both at
+    :data:`planner.policies.bounded.TABLE_UNIT` work units a term.
+
+    >>> separation_state_terms(8, 20, 4), separation_state_terms(8, 20, 4, BOUND_UNLOCK_STEP)
+    (5120, 0)
+    """
+    S = int(n_states)
+    if int(bound) < BOUND_SEPARATION or not 2 <= S <= SEP_MAX_STATES:
+        return 0
+    return S * S * int(n_obs) * int(n_slots)
+
+
 class BoundedSearch:
     """A search graph for one compiled domain and one set of admitted observations, kept across planning calls.
 
@@ -1577,7 +1670,16 @@ class BoundedSearch:
         confusion terms 1 and 3 (module docstring), a valid bound at no
         construction cost (at the roots of twenty generated 8-state domains of 6-10
         observations it was lower than with the tables in 10, higher in 8).
-        :attr:`table_terms` is what was built (0: none).
+        :attr:`table_terms` is what was built (0: none); :attr:`state_terms` the
+        terms of the ``S x S x O`` tables (:func:`separation_state_terms`).
+    table_terms : int, optional
+        :func:`separation_table_terms` of these arguments, where the caller has
+        counted them already (they are not counted again).
+    state_tables : bool
+        Build the ``S x S x O`` tables the separation bound reads (default
+        True). False builds neither those nor the two-state ones, and the tip
+        bound is then the unlock bound with its step term (admissible, weaker):
+        for a budget too small to pay for them.
 
     Examples
     --------
@@ -1592,7 +1694,8 @@ class BoundedSearch:
     """
 
     def __init__(self, prior, lik, n_outcomes, loss, cost, limits, penalty, admitted, facts, *,
-                 max_bytes: int = MAX_GRAPH_BYTES, bound: int = BOUND_SEPARATION, separation_tables: bool = True):
+                 max_bytes: int = MAX_GRAPH_BYTES, bound: int = BOUND_SEPARATION, separation_tables: bool = True,
+                 table_terms: int | None = None, state_tables: bool = True):
         self.prior = np.ascontiguousarray(prior, dtype=np.float64)
         self.lik = np.ascontiguousarray(lik, dtype=np.float64)
         self.n_outcomes = np.ascontiguousarray(n_outcomes, dtype=np.int64)
@@ -1620,7 +1723,7 @@ class BoundedSearch:
         starts = np.searchsorted(cls[order], np.arange(cls.max() + 2 if S else 1))
         gated = bool((np.asarray(facts.action_req) != NO_EXPR).any())
         # sep[s, t, o]: o's outcome distribution differs between states s and t (it can tell them apart)
-        if int(bound) >= BOUND_SEPARATION and 2 <= S <= SEP_MAX_STATES:
+        if state_tables and int(bound) >= BOUND_SEPARATION and 2 <= S <= SEP_MAX_STATES:
             differs = (self.lik[:, :, :, None] != self.lik[:, :, None, :]).any(axis=1)
             sep = np.ascontiguousarray(differs.transpose(1, 2, 0))
             # rho[s, t, o]: the Bhattacharyya coefficient of o's outcome distributions in s and t
@@ -1633,8 +1736,10 @@ class BoundedSearch:
             rho_order = np.zeros((1, 1, 1), dtype=np.int64)
         cost_order = np.ascontiguousarray(np.argsort(self.cost.T, axis=1, kind="stable").astype(np.int64))
         self.table_terms = 0
-        if separation_tables and int(bound) >= BOUND_SEPARATION and 2 <= S <= PAIR_MAX_STATES:
-            self.table_terms = separation_table_terms(self.lik, self.admitted, self.cost, limits, bound)
+        self.state_terms = separation_state_terms(S, O, Y, bound) if state_tables else 0
+        if state_tables and separation_tables and int(bound) >= BOUND_SEPARATION and 2 <= S <= PAIR_MAX_STATES:
+            self.table_terms = (separation_table_terms(self.lik, self.admitted, self.cost, limits, bound)
+                                if table_terms is None else int(table_terms))
             pair_id, pair_f = pair_tables(self.lik, self.loss, self.penalty, self.admitted, self.cost, self.limits_tol,
                                           grid=PAIR_GRID_SMALL if S <= 8 else PAIR_GRID)
         else:
@@ -1649,10 +1754,70 @@ class BoundedSearch:
                              zob=zobrist, cls_of=cls, sep=sep, rho=rho, rho_order=rho_order,
                              cost_order=cost_order,
                              pen_order=np.argsort(self.penalty, kind="stable").astype(np.int64),
-                             pair_id=pair_id, pair_f=pair_f, gated=gated, bound=int(bound))
+                             pair_id=pair_id, pair_f=pair_f, gated=gated, bound=int(bound), **_no_exact(O, Y))
+        self.exact = None
         self.scratch = _new_scratch(O, S, self.loss.shape[0], self.cost.shape[1], facts.action_mentions.shape[1],
                                     facts.expr_kind.shape[0], int(cls.max()) + 1 if S else 1)
         self.clear()
+
+    def use_exact(self, memo) -> None:
+        """Close every node the graph generates from now on at its V* where `memo` holds it (module docstring,
+        "Exact tips").
+
+        `memo` is a :class:`lookahead.search.ExactMemo` (what a depth-first search to the depth bound completed,
+        from :attr:`lookahead.search.SearchCapExceeded.memo`) of this domain and admission; only nodes strictly
+        below its root are looked up. None stops reading one.
+        """
+        O, Y, _ = self.lik.shape
+        if memo is None:
+            self.tables, self.exact = self.tables._replace(**_no_exact(O, Y)), None
+            return
+        adm = np.frombuffer(memo.root[3], dtype=np.bool_)
+        if adm.shape != self.admitted.shape or not (adm == self.admitted).all() or memo.zobrist.shape != (O, Y):
+            raise ValueError("BoundedSearch.use_exact: the memo is of another domain or admission")
+        self.tables = self.tables._replace(
+            # (as record-dtype views: inside a tuple the Python tier does not convert them, lookahead.jit)
+            x_nodes=_as_records(memo.table[0]), x_leaves=_as_records(memo.table[1]), x_dk=np.array(memo.depth_keys),
+            x_zob=np.array(memo.zobrist), x_root=np.frombuffer(memo.root[1], dtype=np.int64).copy(),
+            x_depth=int(memo.depth), x_use=True)
+        self.exact = memo
+
+    def _exact_pairs(self, i: int):
+        """The pairs of graph node `i` below the exact memo's root, where the node was closed from the memo, else
+        None (an unexpanded node whose upper bound beats stopping can only have been closed there)."""
+        g = self.graph
+        if self.exact is None or g.first[i] >= 0 or not g.up[i] < g.risk[i]:
+            return None
+        root = self.tables.x_root
+        return tuple((int(o), int(g.oc[i, o])) for o in range(len(root)) if root[o] < 0 and g.oc[i, o] >= 0)
+
+    def _exact_plan(self, pairs, budget=None) -> dict:
+        """The optimal plan from the memo's root + `pairs`, read out of the exact memo
+        (:func:`lookahead.search.plan_from`'s form); `budget` (a one-item list) counts the nodes written out, as in
+        :meth:`best_plan` (past it, ``{"elided": True}``)."""
+        if budget is not None:
+            if budget[0] <= 0:
+                return {"elided": True}
+            budget[0] -= 1
+        memo = self.exact
+        belief = np.frombuffer(memo.root[0], dtype=np.float64)
+        root_oc = np.frombuffer(memo.root[1], dtype=np.int64)
+        found = lookup(memo, pairs, memo.depth - len(pairs))
+        oc = root_oc.copy()
+        for o, y in pairs:
+            oc[o] = y
+        b = canonical_belief(belief, self.lik, pairs)
+        if found is None or found[1] < 0:
+            risk, a = bayes_risk(b, self.loss, permitted_actions(oc, self.facts))
+            return {"stop": True, "action": int(a), "value": float(risk)}
+        o = found[1]
+        node = {"observe": int(o), "q": float(found[0]), "penalty": float(self.penalty[o]), "outcomes": []}
+        for y in range(int(self.n_outcomes[o])):
+            p = float(b @ self.lik[o, y])
+            if p > 0.0:
+                node["outcomes"].append({"outcome": y, "p": p,
+                                         "then": self._exact_plan(tuple(pairs) + ((o, y),), budget)})
+        return node
 
     def clear(self) -> None:
         """Forget the graph."""
@@ -1745,7 +1910,8 @@ class BoundedSearch:
         return BoundedResult(lo=float(g.lo[root]), up=float(g.up[root]), risk=float(g.risk[root]), options=opts,
                              stopped=stopped, nodes=done, graph_nodes=int(cnt[_C_NODES]),
                              expansions=int(cnt[_C_EXPANSIONS]), merges=int(cnt[_C_MERGES]),
-                             transpositions=int(cnt[_C_TRANSPOSITIONS]), root=int(root))
+                             transpositions=int(cnt[_C_TRANSPOSITIONS]), root=int(root),
+                             reused=int(cnt[_C_EXACT]))
 
     def interval(self, outcome_of) -> tuple:
         """``(L, U)`` the graph holds for the node `outcome_of` (adding it, unexpanded, if new)."""
@@ -1766,6 +1932,10 @@ class BoundedSearch:
 
         def walk(i):
             budget[0] -= 1
+            exact = self._exact_pairs(int(i))
+            if exact is not None:  # closed at its V*: the depth-first search's optimal plan from there
+                budget[0] += 1  # (counted again by the read-out)
+                return self._exact_plan(exact, budget)
             c = self.best_option(int(i))
             if c < 0:
                 return {"stop": True, "action": int(g.act[i]), "value": float(g.risk[i])}
@@ -1802,8 +1972,19 @@ class BoundedSearch:
         g = self.graph
         seen = [0]
 
+        def plan_depth(plan):
+            if "observe" not in plan:  # (a stop, or a read-out elided past the limit)
+                return 0
+            return 1 + max((plan_depth(b["then"]) for b in plan["outcomes"]), default=0)
+
         def walk(i):
             seen[0] += 1
+            exact = self._exact_pairs(int(i))
+            if exact is not None:
+                left = [max(1, limit - seen[0])]
+                plan = self._exact_plan(exact, left)
+                seen[0] += max(1, limit - seen[0]) - left[0]
+                return plan_depth(plan)
             c = self.best_option(int(i))
             if c < 0 or seen[0] > limit:
                 return 0

@@ -72,6 +72,47 @@ the plan is read back by pairs (:func:`lookup`). ``tree_nodes`` counts a merged
 node's subtree as that of the node it merged with. On the STreeD suite at
 full depth merging cuts the nodes 2-7x and the time 1.1-1.9x (``bench/results/engine.md``).
 
+Exact entries
+-------------
+A search to the depth bound of its root (:func:`depth_bound`, the most
+acquisitions any plan from there can make) computes V* exactly at every node
+it completes: a plan from a node of k pairs extends the path to it into a plan
+from the root, so it makes at most ``depth - k`` acquisitions, the node's
+remaining depth, and ``V_r = V*`` there. Every entry of such a search's tables
+is therefore exact, also when it stops at its cap (an entry is stored only
+when its node is complete). :class:`SearchCapExceeded` keeps them
+(``memo``, an :class:`ExactMemo`), keyed as that search keyed them: by the
+pairs and the remaining depth there, ``depth - k``, which a set of pairs
+fixes; so a later search from the same root finds a node's exact entry from
+its pairs alone, at any depth of its own.
+
+A depth-d search given the memo (``exact``) takes, below its root, the V* of
+every child the memo holds (a node looked up by its pairs, a leaf, or a node
+found by its equivalence key at its entry) instead of V_{r-1}, and does not
+search below it (counted in ``SearchResult.reused``; such a child costs no
+node). What it computes is no longer V_d but W_d, with ``V* <= W_d <= V_d``
+at every node. Proof, by induction on the remaining depth: a child's value is
+either V*(child), the expected loss of the optimal plan from it, or W of the
+child, the expected loss of a real plan from it (hypothesis); so
+``min(R, min_o penalty(o) + sum_y P(y) W(child))`` is the expected loss of the
+plan that stops or acquires the minimising o and follows those plans: a real
+plan, so at least V*; and V* <= V_{r-1} at every child taken from the memo
+(V_{r-1} is itself the value of a real plan: it stops after r - 1 steps),
+while min and sums with P(y) >= 0 are monotone, so ``W_d <= V_d``. The
+pruning and shortcuts keep their proofs: a candidate pruned for its penalty
+cannot beat stopping whatever its children's values, and a certain node's
+value is its risk at any depth. So the root's W_d and each root ``q`` are
+upper bounds on V* and Q*, tighter than V_d and Q_d, and :func:`plan_from`
+reads the plan that has them out through the memo. Entries keyed by a
+remaining depth are valid only at that depth, and a depth-d' search from the
+same root never asks for a node of k pairs at the remaining depth a depth-d
+search gave it (``d' - k != d - k``): between iterative-deepening searches
+from one root only exact entries can be shared, and those are keyed by the
+pairs alone. Where ``d`` is itself the depth bound, the search is the
+full-depth one resumed: every node it computes is the one the full search
+computes, with the same sums in the same order, so its values are bit for
+bit those of the full search run at once.
+
 Safe pruning
 ------------
 Below the root an observation whose penalty alone is at least
@@ -199,7 +240,7 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
-from lookahead.jit import kernel
+from lookahead.jit import _as_records, kernel
 
 from lookahead.core import (
     BUDGET_TOL,
@@ -221,6 +262,7 @@ __all__ = [
     "ZOBRIST_SEED",
     "SearchCapExceeded",
     "SearchResult",
+    "ExactMemo",
     "expectimax",
     "zobrist_keys",
     "lookup",
@@ -258,8 +300,8 @@ _GROW_LEAVES = 3  # stopped at a node's entry: the leaf table needs room
 
 # indices into the kernel's stats array (int64) and its float results
 (_ST_NODES, _ST_HITS, _ST_NODE_ENTRIES, _ST_LEAF_ENTRIES, _ST_CAPACITY, _ST_PRUNED, _ST_STATUS,
- _ST_LEV, _ST_MERGED, _ST_NOOPS, _ST_CERTAIN) = range(11)
-_N_STATS = 11
+ _ST_LEV, _ST_MERGED, _ST_NOOPS, _ST_CERTAIN, _ST_REUSED) = range(12)
+_N_STATS = 12
 _FST_VALUE, _FST_TREE = 0, 1
 
 
@@ -276,11 +318,16 @@ def default_node_cap(n_states: int, n_obs: int, n_slots: int, n_actions: int) ->
 
 
 class SearchCapExceeded(RuntimeError):
-    """The search would expand more than `cap` nodes (see :data:`MAX_NODES`)."""
+    """The search would expand more than `cap` nodes (see :data:`MAX_NODES`).
 
-    def __init__(self, cap: int, depth: int):
+    ``memo`` is the :class:`ExactMemo` of what a full-depth search (one to the
+    depth bound) completed before it stopped, else None.
+    """
+
+    def __init__(self, cap: int, depth: int, memo=None):
         self.cap = cap
         self.depth = depth
+        self.memo = memo
         super().__init__(f"depth-{depth} lookahead exceeds the cap of {cap:,} expanded nodes")
 
 
@@ -348,6 +395,30 @@ class SearchResult(NamedTuple):
     merged: int = 0
     noops: int = 0
     certain: int = 0
+    reused: int = 0
+    exact: "ExactMemo | None" = None
+
+
+class ExactMemo(NamedTuple):
+    """The exact entries of a full-depth search: V* of every node it completed (module docstring, "Exact entries").
+
+    Attributes
+    ----------
+    table : tuple
+        ``(nodes NODE_SLOT[C1], leaves LEAF_SLOT[C2])``, as :attr:`SearchResult.table`.
+    zobrist : uint64[O, Y]
+    depth_keys : uint64[depth + 1]
+    depth : int
+        The search's depth: the depth bound at its root, so a node of k pairs has remaining depth ``depth - k``.
+    root : tuple
+        The root it was searched from (belief, pairs, spend, admitted, as bytes): a memo is read only from there.
+    """
+
+    table: tuple
+    zobrist: np.ndarray
+    depth_keys: np.ndarray
+    depth: int
+    root: tuple
 
 
 @functools.lru_cache(maxsize=64)
@@ -392,6 +463,23 @@ def _find(table, key):
             return i
         i = (i + 1) & cap_mask
     return -i - 1
+
+
+@kernel(inline="always")
+def _exact_value(ex_nodes, ex_leaves, ex_dk, re, h):
+    """``(V*, tree count)`` of the node of pairs hash `h` in a full-depth search's tables, where its
+    remaining depth there is `re`, or ``(0, 0)`` where that search did not complete it."""
+    if re < 0:
+        return 0.0, 0.0
+    if re >= 1:
+        slot = _find(ex_nodes, _slot_key(h ^ ex_dk[re]))
+        if slot >= 0:
+            return ex_nodes[slot].value, ex_nodes[slot].count
+        return 0.0, 0.0
+    slot = _find(ex_leaves, _slot_key(h ^ ex_dk[0]))
+    if slot >= 0:
+        return ex_leaves[slot].value, 1.0
+    return 0.0, 0.0
 
 
 @kernel
@@ -533,7 +621,7 @@ def _probs_into(bel, lev, supp, ns, support, lik, o, n_y, neutral, check, probs,
 @kernel
 def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob,
             depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab, bufs, merge, mentioned,
-            support, skip_noops, skip_certain):
+            support, skip_noops, skip_certain, xm):
     """Run the depth-first search from the state in ``st``/``fst`` until it ends or a table needs room.
 
     Returns :data:`_OK`, :data:`_CAP`, or :data:`_GROW_NODES` / :data:`_GROW_LEAVES`: the state is saved
@@ -545,6 +633,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
      sorted_o, sorted_y, pre, leaf_bel, work, vals, can, flags, leaf_work, leaf_vals, oc, expected, mkey, belu, spu,
      need, supp, nsup, mins, isnoop) = bufs
     est_prop, est_kind, est_value = facts.est_prop, facts.est_kind, facts.est_value
+    ex_nodes, ex_leaves, ex_dk, ex_depth, use_exact = xm  # the exact memo read (module docstring, "Exact entries")
     ek, ea, eb = facts.expr_kind, facts.expr_a, facts.expr_b
     es, ec, ech = facts.expr_start, facts.expr_count, facts.expr_children
     action_req, obs_req = facts.action_req, facts.obs_req
@@ -564,6 +653,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     merged = st[_ST_MERGED]
     noops = st[_ST_NOOPS]
     certain = st[_ST_CERTAIN]
+    reused = st[_ST_REUSED]
     ns = nsup[lev]
     per_node = 2 if merge else 1  # merging stores a node under its equivalence key and its pairs' key
     status = _OK
@@ -658,6 +748,17 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         b = nodes_tab[slot].best
                         sub = nodes_tab[slot].count
                         done = True
+                    elif use_exact and ex_depth - lev >= 1:
+                        # an equivalent node the full-depth search completed: its V*, at its level there
+                        slot = _find(ex_nodes, _slot_key(mkey[lev] ^ ex_dk[ex_depth - lev]))
+                        if slot >= 0:
+                            hit = True
+                            reused += 1
+                            nodes -= 1
+                            v = ex_nodes[slot].value
+                            b = ex_nodes[slot].best
+                            sub = ex_nodes[slot].count
+                            done = True
             if not hit:
                 rk = np.inf
                 for a in range(A):
@@ -771,6 +872,16 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                                     hits += 1
                                     ex += pr * leaf_tab[slot].value
                                     sub += 1.0
+                                    continue
+                            if use_exact:
+                                # V* of the child, where the full-depth search completed it (module docstring,
+                                # "Exact entries"): a real plan's value, at most V_0 = R
+                                xv, xc = _exact_value(ex_nodes, ex_leaves, ex_dk, ex_depth - lev - 1,
+                                                      h[lev] ^ zob[o, y])
+                                if xc > 0.0:
+                                    reused += 1
+                                    ex += pr * xv
+                                    sub += xc
                                     continue
                             nodes += 1
                             if nodes > max_nodes:
@@ -915,6 +1026,13 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         acc[lev] += probs[lev, y] * nodes_tab[slot].value
                         tc[lev] += nodes_tab[slot].count
                         continue
+                if use_exact:  # V* of the child, where the full-depth search completed it ("Exact entries")
+                    xv, xc = _exact_value(ex_nodes, ex_leaves, ex_dk, ex_depth - lev - 1, ch)
+                    if xc > 0.0:
+                        reused += 1
+                        acc[lev] += probs[lev, y] * xv
+                        tc[lev] += xc
+                        continue
                 nodes += 1
                 if nodes > max_nodes:
                     status = _CAP
@@ -970,6 +1088,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     st[_ST_MERGED] = merged
     st[_ST_NOOPS] = noops
     st[_ST_CERTAIN] = certain
+    st[_ST_REUSED] = reused
     st[_ST_STATUS] = status
     return status
 
@@ -977,7 +1096,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
 @kernel(writable=("belief", "outcome_of", "spent", "root_mask", "admitted"))
 def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts,
                 cost, limits_tol, penalty, n_values, zob, depth_key, tie, prune, memo, max_nodes, capacity, merge,
-                support, skip_noops, skip_certain):
+                support, skip_noops, skip_certain, xm):
     """Iterative depth-first expectimax; see the module docstring.
 
     Parameters are the root's ``belief : float64[S]``, ``outcome_of : int64[O]``,
@@ -986,7 +1105,10 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     then the compiled tables (``limits_tol = limits + BUDGET_TOL``), the
     Zobrist keys, the tie tolerance, ``prune``/``memo`` switches, the node cap
     and the initial capacity of each table (a power of two), ``merge``, and the
-    ``support`` / ``skip_noops`` / ``skip_certain`` switches (module docstring). ``limits_tol`` and ``tie``
+    ``support`` / ``skip_noops`` / ``skip_certain`` switches (module docstring), and ``xm``, the exact
+    entries it reads: ``(nodes, leaves, depth keys, depth, use)`` of a full-depth search from the same root,
+    read only where ``use`` (one tuple: past 30 arguments CPython passes a call's arguments as a tuple,
+    which numba cannot compile). ``limits_tol`` and ``tie``
     are arguments, not globals read from lookahead.core, so a cached kernel
     never keeps a stale constant of another module.
 
@@ -1078,7 +1200,7 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     while True:
         status = _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol,
                          penalty, zob, depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab,
-                         bufs, merge and memo, mentioned, support, skip_noops, skip_certain)
+                         bufs, merge and memo, mentioned, support, skip_noops, skip_certain, xm)
         if status == _GROW_NODES:
             nodes_tab = _grown(nodes_tab)
         elif status == _GROW_LEAVES:
@@ -1091,7 +1213,7 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
 
 def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts, cost,
                limits, penalty, n_values, *, prune=True, memo=True, max_nodes=None, merge=None, support=None,
-               skip_noops=True, certain=True) -> SearchResult:
+               skip_noops=True, certain=True, exact=None) -> SearchResult:
     """Depth-`depth` memoised expectimax from one root node.
 
     Parameters
@@ -1138,6 +1260,12 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     certain : bool
         With `prune`, return a certain node's risk without expanding it
         (module docstring, "Certain nodes"); counted in ``SearchResult.certain``.
+    exact : ExactMemo, optional
+        What a full-depth search from this same root completed (from
+        :attr:`SearchCapExceeded.memo`): below the root, a child it completed
+        is given its V* instead of being searched (module docstring, "Exact
+        entries"; counted in ``SearchResult.reused``). The value is then still
+        the expected loss of a real plan, at most V_d and at least V*.
 
     Returns
     -------
@@ -1165,15 +1293,22 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     if depth < 0:
         raise ValueError(f"depth must be >= 0, got {depth}")
     # no path is longer than the hard budget lets it be: deeper is the same search
-    depth = min(depth, depth_bound(outcome_of, spent, admitted, cost, limits))
+    bound = depth_bound(outcome_of, spent, admitted, cost, limits)
+    depth = min(depth, bound)
+    root = tuple(np.ascontiguousarray(x, dtype=t).tobytes() for x, t in
+                 ((belief, FLOAT), (outcome_of, INT), (spent, FLOAT), (admitted, np.bool_)))
+    if exact is not None and exact.root != root:
+        raise ValueError("expectimax: the exact memo was searched from another root")
     O = len(outcome_of)
     Y = lik.shape[1]
     zob, dk = zobrist_keys(int(O), int(Y), depth)
+    if exact is not None and not np.array_equal(exact.zobrist, zob):
+        raise ValueError("expectimax: the exact memo's pair keys are not this domain's")
     if max_nodes is None:
         max_nodes = default_node_cap(len(belief), O, Y, loss.shape[0])
-    exact = has_exact_outcomes(lik, n_outcomes)
+    exact_outcomes = has_exact_outcomes(lik, n_outcomes)
     if merge is None:
-        merge = exact
+        merge = exact_outcomes
     # beliefs shrink where most observations rule states out (or the root has already lost most of its
     # states); elsewhere the index and the no-op test cost 10-30% of a node and rarely pay (module docstring)
     sparse = kept_share(lik, n_outcomes) <= 0.75 or float(np.mean(np.asarray(belief) == 0.0)) >= 0.5
@@ -1190,16 +1325,32 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
         np.ascontiguousarray(admitted, dtype=np.bool_), depth, lik, n_outcomes, loss, facts, cost,
         limits_tol, penalty, int(n_values), zob, dk, TIE, bool(prune), bool(memo),
         int(max_nodes), INITIAL_CAPACITY, bool(merge), bool(support), bool(prune and skip_noops and nonneg),
-        bool(prune and certain and nonneg))
+        bool(prune and certain and nonneg), _exact_args(exact, memo))
     value, risk, expected, tree, stats, node_tab, leaf_tab = out
     if stats[_ST_STATUS] == _CAP:
-        raise SearchCapExceeded(int(max_nodes), depth)
+        # to the depth bound, every node the search completed has its V* (module docstring, "Exact entries")
+        kept = ExactMemo((node_tab, leaf_tab), zob, dk, depth, root) if depth == bound and memo else None
+        raise SearchCapExceeded(int(max_nodes), depth, kept)
     q = np.asarray(penalty) + expected
     return SearchResult(value=float(value), risk=float(risk), expected=expected, q=q, depth=depth,
                         nodes=int(stats[_ST_NODES]), hits=int(stats[_ST_HITS]), entries=int(stats[_ST_NODE_ENTRIES] + stats[_ST_LEAF_ENTRIES]),
                         capacity=int(stats[_ST_CAPACITY]), pruned=int(stats[_ST_PRUNED]), tree_nodes=float(tree),
                         table=(node_tab, leaf_tab), zobrist=zob, depth_keys=dk, merged=int(stats[_ST_MERGED]),
-                        noops=int(stats[_ST_NOOPS]), certain=int(stats[_ST_CERTAIN]))
+                        noops=int(stats[_ST_NOOPS]), certain=int(stats[_ST_CERTAIN]), reused=int(stats[_ST_REUSED]),
+                        exact=exact)
+
+
+# (record-dtype views, as lookahead.jit hands structured arrays to the Python tier: inside a tuple it does not)
+_NO_TABLE = (_as_records(np.zeros(1, dtype=NODE_SLOT)), _as_records(np.zeros(1, dtype=LEAF_SLOT)),
+             np.zeros(1, dtype=KEY))
+
+
+def _exact_args(exact, memo):
+    """The kernel's ``xm = (nodes, leaves, depth keys, depth, use)`` for `exact` (None: one empty slot each)."""
+    if exact is None or not memo:
+        return _NO_TABLE + (0, False)
+    return (_as_records(exact.table[0]), _as_records(exact.table[1]), np.array(exact.depth_keys), int(exact.depth),
+            True)
 
 
 def _constant_somewhere(lik, n_outcomes) -> bool:
@@ -1303,7 +1454,8 @@ def lookup(result: SearchResult, pairs, remaining: int):
 
     `pairs` is an iterable of ``(observation, outcome)`` added to the root;
     `remaining` the depth left at that node (the result's depth minus the
-    number of pairs, for a node the search expanded).
+    number of pairs, for a node the search expanded). `result` may also be an
+    :class:`ExactMemo` (the same tables and keys).
 
     >>> import planner
     >>> n = planner.Session(planner.load_domain("identity_registry")).node
@@ -1354,7 +1506,10 @@ def plan_from(result: SearchResult, first: int, belief, outcome_of, lik, n_outco
             {"outcome": y, "p": P(y), "then": <plan, or {"stop": True, "action": a, "value": R}>}, ...]}
 
     Follow-ups are the memo's best first observation at each child (ties: stop
-    first, then lower penalty, then file order), to the search depth; ``q`` is
+    first, then lower penalty, then file order), to the search depth; a child
+    the search took from its exact memo (``result.exact``: module docstring,
+    "Exact entries") is followed in that memo, whose best observations are the
+    optimum's, to the end of that plan. ``q`` is
     the search's value of the plan from that node (the root's is
     ``result.q[first]``). Beliefs are recomputed as the kernel computes them
     (:func:`canonical_belief`) to give each outcome's probability.
@@ -1377,7 +1532,10 @@ def plan_from(result: SearchResult, first: int, belief, outcome_of, lik, n_outco
         risk, a = bayes_risk(b, loss, permitted_actions(oc, facts))
         return {"stop": True, "action": int(a), "value": float(risk)}
 
-    def node(pairs, remaining, o, q):
+    memo = result.exact
+
+    def node(pairs, remaining, o, q, exact):
+        # remaining: the child's depth left in the search read (the exact memo's, once in it)
         b = canonical_belief(belief, lik, pairs)
         entry = {"observe": int(o), "q": float(q), "penalty": float(penalty[o]), "outcomes": []}
         for y in range(int(n_outcomes[o])):
@@ -1385,12 +1543,17 @@ def plan_from(result: SearchResult, first: int, belief, outcome_of, lik, n_outco
             if p <= 0.0:
                 continue
             child = pairs + ((o, y),)
-            found = lookup(result, child, remaining - 1)
-            if found is not None and found[1] >= 0 and remaining - 1 >= 1:
-                then = node(child, remaining - 1, found[1], found[0])
+            found, in_exact = None, exact
+            if not exact:
+                found = lookup(result, child, remaining - 1)
+            if found is None and memo is not None:  # the search read this child's V* from the exact memo
+                found, in_exact = lookup(memo, child, memo.depth - len(child)), True
+            r = (memo.depth - len(child)) if in_exact else remaining - 1
+            if found is not None and found[1] >= 0 and r >= 1:
+                then = node(child, r, found[1], found[0], in_exact)
             else:
                 then = stop(child, canonical_belief(belief, lik, child))
             entry["outcomes"].append({"outcome": y, "p": p, "then": then})
         return entry
 
-    return node((), result.depth, first, result.q[first])
+    return node((), result.depth, first, result.q[first], False)

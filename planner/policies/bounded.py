@@ -4,7 +4,8 @@ At a node it narrows the interval ``[L, U]`` around the optimal expected total
 loss V* (no depth limit), and acts on the first observation of the best plan
 found, or stops. One decision spends at most its budget of *work units*
 (:data:`DEFAULT_WORK`, about a second of CPU; see "Work units" below), in up to
-three searches that share it (and the tables the second one reads), in this order:
+three searches that share it and one memo of exact values (see "What the
+phases share" below), in this order:
 
 1. the memoised depth-first search of :func:`lookahead.search.expectimax` to
    the deepest depth a plan can reach (the observations left, or fewer where a
@@ -17,10 +18,12 @@ three searches that share it (and the tables the second one reads), in this orde
    at every node, equivalent beliefs merged), with the budget the first phase
    left, less :data:`DEEPENING_SHARE` of it;
 3. where that stops short too, depth-limited searches at depths 1, 2, ...
-   while each fits what is left (at least :data:`DEEPENING_SHARE`): V_d of the deepest is the value of a real
-   plan (it stops after d steps), an upper bound on V*; it tightens the
-   interval, and where it beats every plan the best-first search completed,
-   its first step is the choice.
+   while each fits what is left (at least :data:`DEEPENING_SHARE`): the value of the deepest is the value of
+   a real plan (it stops after d steps, or follows an optimal plan from a node the first phase completed),
+   an upper bound on V*; it tightens the interval, and where it beats every plan the best-first search
+   completed, its first step is the choice. Where the deepest reaches the depth bound, it is the first
+   phase resumed and finished: V* is then known exactly, the decision is certified, and it is
+   ``lookahead:<full depth>``'s value and choice, bit for bit.
 
 Every phase's work counts against the one budget (a decision spends at most
 its budget, plus the rest of the best-first expansion that reached it: at
@@ -28,15 +31,57 @@ most ``O x Y`` more best-first nodes), and the receipt shows each
 (``policy_info.phases``: the search, its nodes, its work units, whether it
 finished; for the depth-first phases also ``pruned``, ``noops`` and
 ``certain``, the counts of :class:`lookahead.search.SearchResult` summed over
-the searches that completed) beside the total (``work``). The first phase's nodes are not reused
-by the second (they are different tables): its share is what an exhaustive
-attempt costs when it does not fit.
+the searches that completed; and ``reused``, below) beside the total (``work``).
+
+What the phases share
+---------------------
+One memo of exact values serves the whole decision: the first phase's
+table. A depth-first search to the depth bound computes V* at every node it
+completes (:mod:`lookahead.search`, "Exact entries": a plan from a node of k
+pairs makes at most ``depth - k`` more acquisitions, its remaining depth), so
+when it stops at its cap every entry it stored is exact, and it is kept
+(:attr:`lookahead.search.SearchCapExceeded.memo`) instead of discarded:
+
+- the best-first search closes every node it generates whose pairs the memo
+  holds at ``L = U = V*`` and never expands it; its plan is read out of the
+  memo (:mod:`lookahead.bounded`, "Exact tips");
+- each depth-limited search takes V* at every child the memo holds (by its
+  pairs, or, at its entry, by its equivalence key) in place of V_{r-1}, and
+  searches nothing below it. Its value W_d then satisfies
+  ``V* <= W_d <= V_d``: by induction, each node's W is the expected loss of
+  the plan that takes the minimising step and follows, below it, either the
+  optimal plan (a memo entry) or the plan behind the child's W, so it is a
+  real plan's value (>= V*); and V* <= V_{r-1} at every child taken from the
+  memo, with min and probability-weighted sums monotone (<= V_d). So it is
+  still an upper bound, tighter, and the plan read out
+  (:func:`lookahead.search.plan_from`, which follows the memo where the
+  search did) is the plan it is the value of (except, as for
+  ``lookahead:D``'s own plans, below a node found by its equivalence key,
+  where the read-out stops).
+
+Entries keyed by a remaining depth are *not* shared between the depth-limited
+searches, because they cannot be: from one root, a node of k pairs has
+remaining depth ``d - k`` in the depth-d search, so no search of another
+depth ever asks for it. Only exact entries are valid at every depth; they are
+keyed by the pairs alone (the remaining depth the first phase gave a node is
+fixed by its pairs), and they are the memo, read by every later search. The
+depth-limited searches do not add to it (their own nodes are V_r, not V*).
+
+What changes is bounds, never their validity: every printed interval is
+still a bound (tested against the pure-Python reference), and a decision
+where the first phase fits is unchanged. A best-first search that closes
+tips expands in another order, so its lower bound after the same number of
+nodes is not always higher (on the engine cases both ends moved inward:
+``bench/results/shared.md``). Every node of every phase is still counted in
+``work``; an entry taken from the memo costs no node and shows as
+``reused`` in the phase's dict (for the best-first phase: the nodes closed
+from the memo). The memo lives for one decision only (see "Owned state").
 
 Owned state (the ``Policy`` contract, point 1)
 ----------------------------------------------
-Nothing is kept between decisions: every decision builds its searches afresh
-from the node and the policy's parameters, and the budget is counted in work
-units, not in seconds. A decision is therefore a function of the node and the
+Nothing is kept between decisions: every decision builds its searches (and
+its memo of exact values) afresh from the node and the policy's parameters,
+and the budget is counted in work units, not in seconds. A decision is therefore a function of the node and the
 spec alone: the same node gives the same Decision whatever was planned before,
 in whatever order, in any process, cold or warm. (An earlier version kept the
 best-first graph on the compiled domain, shared by every decision; what one
@@ -57,14 +102,19 @@ about one second of CPU. The count is deterministic; the clock is not used.
 
 The best-first search's tip bound (:data:`lookahead.bounded.BOUND_SEPARATION`)
 reads two-state relaxation tables built once per search, before it starts
-(:func:`lookahead.bounded.pair_tables`, on domains of 2-16 states). Their
-construction is charged too, as its own phase (``separation tables``, no
-nodes): :data:`TABLE_UNIT` work units for each of the
-:func:`lookahead.bounded.separation_table_terms` terms it computes (measured
-20-38 ns a term, 13-94 ms at 8-16 states and 12-40 observations). The tables
+(:func:`lookahead.bounded.pair_tables`, on domains of 2-16 states), and
+``S x S x O`` tables of which observations tell two states apart and how well
+(2-64 states). Their construction is charged too, as its own phase
+(``separation tables``, no nodes): :data:`TABLE_UNIT` work units for each of
+the :func:`lookahead.bounded.separation_table_terms` terms (measured 20-38 ns
+a term, 13-94 ms at 8-16 states and 12-40 observations; counted once per
+decision) and of the :func:`lookahead.bounded.separation_state_terms` terms
+(``S^2 x O x Y``, measured 9-22 ns a term). The tables
 are built only when they cost at most :data:`TABLE_SHARE` of what the
 best-first search may spend; otherwise the phase shows ``finished: false``
-and no work, and the search runs with the separation bound's other terms (its
+and only the ``S x S x O`` tables' work (those too are built only within
+that share; without them the tip bound is the unlock bound with its step
+term), and the search runs with the separation bound's other terms (its
 confusion terms, as before the tables existed: a valid bound, usually but not
 always lower). A small
 budget therefore never spends more on the tables than on the search they
@@ -95,6 +145,7 @@ from lookahead.bounded import (
     DEFAULT_TOL_ABS,
     DEFAULT_TOL_REL,
     BoundedSearch,
+    separation_state_terms,
     separation_table_terms,
 )
 from lookahead.core import TIE, reachable_actions
@@ -186,7 +237,7 @@ def _phase(search: str, nodes: int, unit: int, finished: bool, done=()) -> dict:
     the certain nodes it cut."""
     ph = {"search": search, "nodes": int(nodes), "work": int(nodes) * int(unit), "finished": bool(finished)}
     if search != "best-first":
-        ph.update({k: int(sum(getattr(r, k) for r in done)) for k in ("pruned", "noops", "certain")})
+        ph.update({k: int(sum(getattr(r, k) for r in done)) for k in ("pruned", "noops", "certain", "reused")})
     return ph
 
 
@@ -209,6 +260,10 @@ class Bounded(Policy):
     exhaustive_first : bool
         Try the depth-first exhaustive phase first (default True; False goes
         straight to the best-first search, for tests and benchmarks).
+    share : bool
+        Keep the exact entries of an exhaustive attempt that stops at its cap
+        for the later phases (default True; False discards them, as before
+        they were shared: for tests and benchmarks).
 
     Examples
     --------
@@ -230,6 +285,7 @@ class Bounded(Policy):
     tol_rel: float = attrs.field(default=DEFAULT_TOL_REL, kw_only=True, validator=_nonnegative("tol_rel"))
     price: float = attrs.field(default=DEFAULT_PRICE, kw_only=True, validator=_nonnegative("price"))
     exhaustive_first: bool = attrs.field(default=True, kw_only=True, eq=False)
+    share: bool = attrs.field(default=True, kw_only=True, eq=False)
 
     name = "bounded"
     arg = "N"
@@ -283,18 +339,20 @@ class Bounded(Policy):
         return make_plan
 
     def _exhaustive(self, node, allowance, unit):
-        """Phase 1: the depth-first search to the depth bound, within `allowance` work units: (result or None, phase)."""
+        """Phase 1: the depth-first search to the depth bound, within `allowance` work units: (result or None,
+        phase, the exact memo of what it completed when it stopped at its cap, or None)."""
         cap = allowance // unit
         if cap < 1:
-            return None, _phase("exhaustive", 0, unit, False)
+            return None, _phase("exhaustive", 0, unit, False), None
         try:
             ex = node.search(len(node.compiled.obs_names), max_nodes=cap)
-        except SearchCapExceeded:  # it stopped before expanding node cap + 1
-            return None, _phase("exhaustive", cap, unit, False)
-        return ex, _phase("exhaustive", ex.nodes, unit, True, (ex,))
+        except SearchCapExceeded as stop:  # it stopped before expanding node cap + 1; what it completed is V*
+            return None, _phase("exhaustive", cap, unit, False), (stop.memo if self.share else None)
+        return ex, _phase("exhaustive", ex.nodes, unit, True, (ex,)), None
 
-    def _deepening(self, node, allowance, unit):
-        """Depth-limited searches at depths 1, 2, ... while each fits what is left: the deepest, and the phase."""
+    def _deepening(self, node, allowance, unit, memo=None):
+        """Depth-limited searches at depths 1, 2, ... while each fits what is left, each reading the exact memo
+        `memo` (the first phase's completed nodes): the deepest, and the phase."""
         best, nodes, done = None, 0, []
         full = depth_bound(node.outcome_of, node.spent, node.admission.admitted, node.compiled.cost,
                            node.compiled.limits)
@@ -303,7 +361,7 @@ class Bounded(Policy):
             if cap < 1:
                 break
             try:
-                ex = node.search(d, max_nodes=cap)
+                ex = node.search(d, max_nodes=cap, exact=memo)
             except SearchCapExceeded:
                 nodes += cap
                 break
@@ -317,8 +375,9 @@ class Bounded(Policy):
         dfs_unit, bf_unit = node_work(c)
         prepare_search(node, cap=budget // dfs_unit)  # plain Python below the tier threshold (lookahead.jit)
         phases = []
+        memo = None
         if self.exhaustive_first:
-            ex, ph = self._exhaustive(node, int(budget * EXHAUSTIVE_SHARE), dfs_unit)
+            ex, ph, memo = self._exhaustive(node, int(budget * EXHAUSTIVE_SHARE), dfs_unit)
             phases.append(ph)
             if ex is not None:
                 choice = self._first_step(node, ex)
@@ -331,17 +390,25 @@ class Bounded(Policy):
             left -= int(budget * DEEPENING_SHARE)
         # the separation bound's two-state tables are built before the search, and charged to it: only where
         # they cost at most TABLE_SHARE of what the search may spend (else the bound goes without them)
+        # (counted once here and handed over: the search does not count them again). The S x S x O tables
+        # the separation bound reads are always built (where it applies) and charged too.
         terms = separation_table_terms(c.lik, node.admission.admitted, c.cost, c.limits)
-        build = terms > 0 and terms * TABLE_UNIT <= TABLE_SHARE * max(0, left)
+        state = separation_state_terms(c.n_states, len(c.obs_names), c.lik.shape[1])
+        state_ok = state * TABLE_UNIT <= TABLE_SHARE * max(0, left)  # (the two-state tables need them too)
+        build = state_ok and terms > 0 and terms * TABLE_UNIT <= TABLE_SHARE * max(0, left - state * TABLE_UNIT)
         search = BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty,
-                               node.admission.admitted, c.facts, separation_tables=build)
-        if terms > 0:
-            phases.append({"search": "separation tables", "nodes": 0, "work": search.table_terms * TABLE_UNIT,
-                           "finished": build})
+                               node.admission.admitted, c.facts, separation_tables=build, table_terms=terms,
+                               state_tables=state_ok)
+        if memo is not None:  # tips the exhaustive attempt completed are closed at their V* (lookahead.bounded)
+            search.use_exact(memo)
+        if terms > 0 or state > 0:
+            phases.append({"search": "separation tables", "nodes": 0,
+                           "work": (search.table_terms + search.state_terms) * TABLE_UNIT, "finished": build})
             left -= phases[-1]["work"]
         res = search.plan(node.outcome_of, budget=max(0, left // bf_unit), tol_abs=self.tol_abs,
                           tol_rel=self.tol_rel, price=self.price)
         phases.append(_phase("best-first", res.nodes, bf_unit, res.stopped == CERTIFIED))
+        phases[-1]["reused"] = int(res.reused)
         best = search.best_option(res.root, tie_tol=max(TIE, self.tol_abs))
         choice = None if best < 0 else int(search.graph.c_obs[best])
         if choice is not None and not node.eligible[choice]:  # only a rounding of the spend could do this
@@ -357,12 +424,21 @@ class Bounded(Policy):
         # phase 3: where the best-first search stopped short, a depth-limited plan may be better than any it
         # completed; its value tightens the upper bound, and its first step is then the choice
         left = budget - sum(p["work"] for p in phases)
-        deep, ph = self._deepening(node, left, dfs_unit)
+        deep, ph = self._deepening(node, left, dfs_unit, memo)
         phases.append(ph)
         planned = attrs.evolve(planned, phases=tuple(phases))
         if deep is None:
             return planned
         d, ex = deep
+        if ph["finished"]:
+            # the deepest search reached the depth bound: the full-depth search, resumed from the first phase's
+            # exact entries, finished; its value is V* and its choice the optimum's, bit for bit those of
+            # lookahead:<full depth> (lookahead.search, "Exact entries")
+            choice = self._first_step(node, ex)
+            opts = {int(o): (float(ex.q[o]),) * 2 for o in np.flatnonzero(node.eligible)}
+            return _Planned(lo=ex.value, up=ex.value, options=opts, stopped=CERTIFIED, phases=tuple(phases),
+                            choice=choice, make_plan=self._plan_maker(node, ex, choice), depth=None,
+                            method="exhaustive", graph_nodes=res.graph_nodes, merges=res.merges, deepest=d)
         tie = max(TIE, self.tol_abs)
         up = min(res.up, ex.value)
         opts = dict(options)

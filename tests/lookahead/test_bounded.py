@@ -296,3 +296,69 @@ def test_a_full_graph_stops_with_the_interval_it_has():
     assert r.up < r.risk  # a plan better than stopping survived
     again = bs.plan(s.node.outcome_of, budget=10**8)  # full of this root's nodes: it starts afresh once
     assert again.lo - 1e-9 <= v <= again.up + 1e-9
+
+
+def _walked_value(node, plan):
+    """The expected total loss of `plan` walked with the session's transitions (each acquisition eligible)."""
+    c = node.compiled
+    if "observe" not in plan:
+        assert plan.get("action") == node.action or abs(plan["value"] - node.risk) <= 1e-12
+        return node.risk
+    o = plan["observe"]
+    assert node.eligible[o]
+    probs = node.outcome_probs(o)
+    return float(c.penalty[o]) + sum(float(probs[b["outcome"]]) * _walked_value(node.child(o, b["outcome"]), b["then"])
+                                     for b in plan["outcomes"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(raw=domain_dicts(rich_preconditions=True), budget=st.sampled_from([5, 30, 200, 10**9]),
+       frac=st.sampled_from([0.3, 0.7]))
+def test_tips_closed_from_an_exact_memo_keep_the_interval_and_the_plan_real(raw, budget, frac):
+    """Best-first nodes closed at V* from a capped full-depth search's memo: the interval still holds V*, the
+    plan read out (through the memo where a node was closed there) is a real plan worth the root's U."""
+    from lookahead.search import SearchCapExceeded
+
+    s = planner.Session(planner.Domain.from_dict(raw))
+    node, c = s.node, s.compiled
+    args = (node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted, len(c.obs_names),
+            c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values)
+    full = expectimax(*args, merge=False)
+    if full.nodes < 4:
+        return
+    with pytest.raises(SearchCapExceeded) as err:
+        expectimax(*args, merge=False, max_nodes=max(1, int(full.nodes * frac)))
+    bs = _search(s)
+    bs.use_exact(err.value.memo)
+    r = bs.plan(node.outcome_of, budget=budget)
+    assert r.lo - 1e-9 <= full.value <= r.up + 1e-9
+    if r.stopped == CERTIFIED:
+        assert_allclose(r.up, full.value, rtol=0, atol=1e-9)
+    plan = bs.best_plan(r.root, max_nodes=10**6)
+    assert_allclose(_walked_value(node, plan), r.up, rtol=0, atol=1e-9)
+    for o, lo, up in r.options:
+        q = full.q[o]
+        assert lo - 1e-9 <= q and (not np.isfinite(up) or q <= up + 1e-9)
+
+
+def test_an_exact_memo_closes_tips_and_saves_expansions():
+    from lookahead.search import SearchCapExceeded
+    from planner.generators import benchmark_domain
+
+    s = planner.Session(planner.Domain.from_dict(benchmark_domain(12, 8, seed=13, chain=3)))
+    node = s.node
+    with pytest.raises(SearchCapExceeded) as err:
+        node.search(12, max_nodes=300_000)
+    plain, shared = _search(s), _search(s)
+    shared.use_exact(err.value.memo)
+    a, b = plain.plan(node.outcome_of, budget=20_000), shared.plan(node.outcome_of, budget=20_000)
+    assert a.reused == 0 and b.reused > 0
+    assert b.up - b.lo < a.up - a.lo
+
+    def written(plan):
+        return 0 if plan.get("elided") else 1 + sum(written(x["then"]) for x in plan.get("outcomes", ()))
+
+    assert written(shared.best_plan(b.root, max_nodes=50)) <= 50  # the memo's read-out keeps to the limit
+    assert shared.depth(b.root) >= 1
+    shared.use_exact(None)
+    assert shared.tables.x_use is False and shared.plan(node.outcome_of, budget=20_000).reused == b.reused

@@ -91,7 +91,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import lookahead.core as core  # noqa: E402
 from lookahead.bounded import BoundedSearch  # noqa: E402
-from lookahead.search import expectimax  # noqa: E402
+from lookahead.search import SearchCapExceeded, expectimax  # noqa: E402
 from planner.generators import benchmark_domain  # noqa: E402
 from strategies import domain_dicts  # noqa: E402
 
@@ -195,6 +195,29 @@ def test_the_tiers_agree_on_generated_benchmark_domains(n_obs, n_states, chain, 
     node = planner.Session(planner.Domain.from_dict(benchmark_domain(n_obs, n_states, seed=seed, chain=chain))).node
     slow, fast = _both(lambda: (_search(node, 3), _bounded(node, 3_000), _core(node)))
     _same(slow, fast)
+
+
+@pytest.mark.parametrize("n_obs, chain, seed", [(8, 3, 1), (7, 0, 2)])
+def test_the_tiers_agree_reading_an_exact_memo(n_obs, chain, seed):
+    """A capped full-depth search's exact memo, read by a depth-limited search and by the best-first one."""
+    node = planner.Session(planner.Domain.from_dict(benchmark_domain(n_obs, 8, seed=seed, chain=chain))).node
+    c = node.compiled
+
+    def run():
+        with pytest.raises(SearchCapExceeded) as err:
+            _search(node, n_obs, max_nodes=300)
+        memo = err.value.memo
+        bs = BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty,
+                           node.admission.admitted, c.facts)
+        bs.use_exact(memo)
+        r = bs.plan(node.outcome_of, budget=2_000)
+        res = _search(node, 3, exact=memo)._asdict()
+        res.pop("exact")
+        return memo.table, res, r, tuple(bs.graph), bs.best_plan(r.root)
+
+    slow, fast = _both(run)
+    _same(slow, fast)
+    assert fast[1]["reused"] > 0 and fast[2].reused > 0
 
 
 def test_policy_decisions_and_values_agree_in_both_tiers():

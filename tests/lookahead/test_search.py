@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
@@ -736,3 +736,92 @@ def test_the_support_rules_statistics_follow_their_definitions(seed):
     assert kept_share(lik, n_outcomes) == _kept_share_by_loop(lik, n_outcomes)  # the same bits
     flat = any((lik[o, : n_outcomes[o]] == lik[o, : n_outcomes[o], :1]).all() for o in range(O))
     assert _constant_somewhere(lik, n_outcomes) == flat
+
+
+# --------------------------------------------------------------------------
+# the exact entries of a full-depth search stopped at its cap (module docstring, "Exact entries")
+
+
+def plan_value(node, plan):
+    """The expected total loss of `plan` (:func:`plan_from`'s form), walked with the session's own transitions:
+    every acquisition must be eligible where it is made, every stop is the node's own risk."""
+    c = node.compiled
+    if "observe" not in plan:
+        assert_allclose(plan["value"], node.risk, rtol=0, atol=1e-12)  # (the session updates step by step)
+        return node.risk
+    o = plan["observe"]
+    assert node.eligible[o], c.obs_names[o]
+    probs = node.outcome_probs(o)
+    assert sorted(b["outcome"] for b in plan["outcomes"]) == [y for y, p in enumerate(probs) if p > 0]
+    return float(c.penalty[o]) + sum(float(probs[b["outcome"]]) * plan_value(node.child(o, b["outcome"]), b["then"])
+                                     for b in plan["outcomes"])
+
+
+def capped_full(node, **kw):
+    """The full-depth search, and its exact memo from a second run stopped at half its nodes (None: too small)."""
+    full = search(node, len(node.outcome_of), **kw)
+    if full.nodes < 4:
+        return full, None
+    with pytest.raises(SearchCapExceeded) as err:
+        search(node, len(node.outcome_of), max_nodes=full.nodes // 2, **kw)
+    assert err.value.memo is not None and err.value.memo.depth == full.depth
+    return full, err.value.memo
+
+
+@settings(max_examples=40, deadline=None)
+@given(raw=domain_dicts(rich_preconditions=True), seed=st.integers(0, 2**16), steps=st.integers(0, 1),
+       entitled=st.booleans())
+def test_exact_entries_tighten_every_depth_to_the_value_of_a_real_plan(raw, seed, steps, entitled):
+    """W_d (the depth-d search reading a capped full search's exact entries) lies in [V*, V_d] at the root and
+    for every root candidate, and is the expected loss of the plan read out, checked step by step."""
+    node = random_node(planner.Domain.from_dict(raw), seed, steps=steps, entitled=entitled)
+    full, memo = capped_full(node)
+    event(f"exact memo: {memo is not None}")
+    if memo is None:
+        return
+    c = node.compiled
+    eligible = np.flatnonzero(node.eligible)
+    for d in range(1, full.depth + 1):
+        fresh, shared = search(node, d), search(node, d, exact=memo)
+        assert full.value - 1e-9 <= shared.value <= fresh.value + 1e-12
+        for o in eligible:
+            assert full.q[o] - 1e-9 <= shared.q[o] <= fresh.q[o] + 1e-12
+            plan = plan_from(shared, int(o), node.belief, node.outcome_of, c.lik, c.n_outcomes, c.loss, c.facts,
+                             c.penalty)
+            assert_allclose(plan_value(node, plan), shared.q[o], rtol=0, atol=1e-9)
+    # at the depth bound the search is the full one resumed: the same bits
+    assert shared.value == full.value and np.array_equal(shared.q, full.q, equal_nan=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(raw=domain_dicts(rich_preconditions=True), seed=st.integers(0, 2**16), steps=st.integers(0, 1))
+def test_exact_entries_found_by_equivalence_key_keep_the_bounds(raw, seed, steps):
+    """With merging, an exact entry may also be found by a node's equivalence key: the bounds still hold, and
+    the resumed full search gives the full search's bits."""
+    node = random_node(planner.Domain.from_dict(raw), seed, steps=steps)
+    full, memo = capped_full(node, merge=True)
+    if memo is None:
+        return
+    for d in range(1, full.depth + 1):
+        fresh, shared = search(node, d, merge=True), search(node, d, merge=True, exact=memo)
+        assert full.value - 1e-9 <= shared.value <= fresh.value + 1e-12
+    assert shared.value == full.value and np.array_equal(shared.q, full.q, equal_nan=True)
+
+
+def test_a_budget_bound_search_reuses_exact_entries_and_refuses_another_roots():
+    from planner.generators import benchmark_domain
+
+    node = planner.Session(planner.Domain.from_dict(benchmark_domain(12, 8, seed=13, chain=3))).node
+    with pytest.raises(SearchCapExceeded) as err:
+        search(node, 12, max_nodes=100_000)
+    memo = err.value.memo
+    fresh, shared = search(node, 3), search(node, 3, exact=memo)
+    assert shared.reused > 0 and shared.nodes < fresh.nodes and shared.value <= fresh.value
+    assert fresh.reused == 0
+    with pytest.raises(SearchCapExceeded) as short:
+        search(node, 2, max_nodes=10)
+    assert short.value.memo is None  # not a full-depth search: its entries are V_r, not V*
+    o = int(np.flatnonzero(node.eligible)[0])
+    y = int(np.flatnonzero(node.outcome_probs(o) > 0)[0])
+    with pytest.raises(ValueError, match="another root"):
+        search(node.child(o, y), 2, exact=memo)

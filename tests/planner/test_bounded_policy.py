@@ -68,7 +68,7 @@ def test_a_depth_limited_plan_tightens_an_interval_cut_short_by_the_budget():
     v_star = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
                         len(c.obs_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
                         c.n_values, max_nodes=5_000_000).value
-    pl = Bounded(work=100_000_000)._plan(node)
+    pl = Bounded(work=100_000_000, share=False)._plan(node)
     # the best-first search alone, with the budget the exhaustive attempt left
     from planner.policies.bounded import DEEPENING_SHARE
     bf = Bounded(work=100_000_000 - pl.phases[0]["work"] - int(100_000_000 * DEEPENING_SHARE),
@@ -84,6 +84,11 @@ def test_a_depth_limited_plan_tightens_an_interval_cut_short_by_the_budget():
         assert v_d < bf.up
     for o, (lo, up) in pl.options.items():
         assert lo <= up + 1e-9
+    # reading the exhaustive attempt's exact entries (best-first tips closed at V*, depth-limited children
+    # taken at V*), the interval still holds V*; here the depth-limited searches reach deeper and do better
+    shared = Bounded(work=100_000_000)._plan(node)
+    assert shared.phases[-1]["reused"] > 0 and shared.phases[-2]["reused"] > 0 and shared.deepest >= pl.deepest
+    assert shared.lo - 1e-9 <= v_star <= shared.up + 1e-9 and shared.up <= pl.up + 1e-12
 
 
 def exact_q(node):
@@ -205,8 +210,9 @@ def _exact_value(node):
 
 
 def test_the_separation_tables_are_charged_as_a_phase_of_the_decision():
-    """The best-first search's two-state tables count against the budget, in work units, and show in the receipt."""
-    from lookahead.bounded import separation_table_terms
+    """The best-first search's tables (the two-state ones and the S x S x O ones) count against the budget, in work
+    units, and show in the receipt."""
+    from lookahead.bounded import separation_state_terms, separation_table_terms
     from planner.policies.bounded import DEEPENING_SHARE, TABLE_UNIT, node_work
 
     d = planner.Domain.from_dict(benchmark_domain(14, 8, seed=3, chain=3))
@@ -217,7 +223,10 @@ def test_the_separation_tables_are_charged_as_a_phase_of_the_decision():
     assert names[:3] == ["exhaustive", "separation tables", "best-first"]
     tables = info["phases"][1]
     terms = separation_table_terms(c.lik, node.admission.admitted, c.cost, c.limits)
-    assert tables == {"search": "separation tables", "nodes": 0, "work": terms * TABLE_UNIT, "finished": True}
+    state = separation_state_terms(c.n_states, len(c.obs_names), c.lik.shape[1])
+    assert state == c.n_states ** 2 * len(c.obs_names) * c.lik.shape[1] > 0
+    assert tables == {"search": "separation tables", "nodes": 0, "work": (terms + state) * TABLE_UNIT,
+                      "finished": True}
     assert info["work"] == sum(p["work"] for p in info["phases"])
     _, bf_unit = node_work(c)
     slack = len(c.obs_names) * c.lik.shape[1] * bf_unit  # the rest of the expansion that reached the budget
@@ -229,9 +238,9 @@ def test_the_separation_tables_are_charged_as_a_phase_of_the_decision():
 
 @pytest.mark.parametrize("exhaustive_first", [True, False])
 def test_a_budget_below_the_table_cost_plans_without_the_tables(exhaustive_first):
-    """The tables are not built when they would cost more than their share: the search keeps the budget, and the
-    interval is still a bound."""
-    from lookahead.bounded import separation_table_terms
+    """The two-state tables are not built when they would cost more than their share: the search keeps the budget
+    (less the S x S x O tables, always built), and the interval is still a bound."""
+    from lookahead.bounded import separation_state_terms, separation_table_terms
     from planner.policies.bounded import TABLE_UNIT, node_work
 
     d = planner.Domain.from_dict(benchmark_domain(14, 8, seed=3, chain=3))
@@ -241,7 +250,8 @@ def test_a_budget_below_the_table_cost_plans_without_the_tables(exhaustive_first
     work = cost if not exhaustive_first else 2 * cost  # the best-first allowance is then below 2 x cost
     pl = Bounded(work=work, exhaustive_first=exhaustive_first)._plan(node)
     tables = next(p for p in pl.phases if p["search"] == "separation tables")
-    assert tables == {"search": "separation tables", "nodes": 0, "work": 0, "finished": False}
+    state = separation_state_terms(c.n_states, len(c.obs_names), c.lik.shape[1]) * TABLE_UNIT
+    assert tables == {"search": "separation tables", "nodes": 0, "work": state, "finished": False}
     assert pl.method == "best-first" and pl.stopped != "certified"
     _, bf_unit = node_work(c)
     assert pl.work <= work + len(c.obs_names) * c.lik.shape[1] * bf_unit
@@ -262,3 +272,28 @@ def test_the_depth_first_phases_report_pruned_noops_and_certain():
     full = Bounded(work=10**11)._plan(node).phases[0]  # the exhaustive search, finished
     assert full["finished"] and full["pruned"] + full["noops"] + full["certain"] > 0
     assert deep["pruned"] + deep["noops"] + deep["certain"] > 0
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_full_search_resumed_from_the_exact_entries_certifies_lookahead_at_full_depth(seed):
+    """Where the exhaustive attempt stops at its cap but the depth-limited ladder reaches the depth bound reading
+    its exact entries, the decision is certified with lookahead:<full depth>'s value and choice, bit for bit;
+    without the entries, the same budget does not certify."""
+    from planner.policies.bounded import node_work
+    from planner.policies.lookahead import Lookahead
+
+    raw = benchmark_domain(12, 8, seed=seed, chain=0)
+    raw["budget"].setdefault("limits", {})["calls"] = 3  # depth bound 3: a short ladder
+    node = planner.Session(planner.Domain.from_dict(raw)).node
+    full = node.search(len(node.compiled.obs_names))
+    work = int(1.8 * full.nodes * node_work(node.compiled)[0])  # the exhaustive share (half) cannot hold it
+    pl = Bounded(work=work)._plan(node)
+    assert not pl.phases[0]["finished"] and pl.phases[-1]["search"] == "depth-limited" and pl.phases[-1]["finished"]
+    assert pl.phases[-1]["reused"] > 0 and pl.work <= work
+    assert pl.stopped == "certified" and pl.method == "exhaustive" and pl.lo == pl.up == full.value
+    look = Lookahead(depth=len(node.compiled.obs_names)).decide(node)
+    assert pl.choice == look.observe
+    for o, (lo, up) in pl.options.items():
+        assert lo == up == full.q[o]
+    alone = Bounded(work=work, share=False)._plan(node)
+    assert alone.stopped != "certified" and alone.phases[-1]["reused"] == 0
