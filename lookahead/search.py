@@ -269,6 +269,7 @@ __all__ = [
     "plan_from",
     "canonical_belief",
     "depth_bound",
+    "exact_progress",
 ]
 
 # dtype aliases, declared once
@@ -1443,6 +1444,42 @@ def depth_bound(outcome_of, spent, admitted, cost, limits) -> int:
         fits = int(np.searchsorted(total, limit - float(spent[d]) + 2 * BUDGET_TOL, side="right"))
         bound = min(bound, fits)
     return bound
+
+
+def exact_progress(memo: ExactMemo, belief, root_mask, lik, n_outcomes) -> tuple:
+    """``(completed, candidates)``: how many of the root's candidates a capped full-depth search finished.
+
+    A root candidate ``o`` is finished when `memo` holds V* of every child ``(o, y)`` of positive probability
+    (the search stores a child when it completes it, under its pairs' key). The depth-first search takes the
+    root's candidates in index order, so this is how far along it got: ``bounded`` reads it to decide, without
+    the clock, whether resuming the search is likely to finish it (:mod:`planner.policies.bounded`).
+
+    >>> import planner
+    >>> from planner.generators import benchmark_domain
+    >>> n = planner.Session(planner.Domain.from_dict(benchmark_domain(8, 4, seed=1))).node
+    >>> try:
+    ...     n.search(8, max_nodes=300)
+    ... except SearchCapExceeded as stop:
+    ...     done, m = exact_progress(stop.memo, n.belief, n.eligible, n.compiled.lik, n.compiled.n_outcomes)
+    >>> 0 <= done < m == int(n.eligible.sum())
+    True
+    """
+    mask = np.asarray(root_mask, dtype=bool)
+    cand = np.flatnonzero(mask)
+    re = int(memo.depth) - 1
+    table = memo.table[0] if re >= 1 else memo.table[1]
+    held = np.asarray(table["key"])
+    held = held[held != 0]
+    probs = np.einsum("s,oys->oy", np.asarray(belief, dtype=FLOAT), np.asarray(lik, dtype=FLOAT)[cand])
+    dk = KEY(memo.depth_keys[max(re, 0)])
+    done = 0
+    for i, o in enumerate(cand):
+        ys = [y for y in range(int(n_outcomes[o])) if probs[i, y] > 0.0]
+        keys = np.array([KEY(memo.zobrist[o, y]) ^ dk for y in ys], dtype=KEY)
+        keys[keys == 0] = KEY(1)  # as stored (_slot_key)
+        if re >= 0 and np.isin(keys, held).all():
+            done += 1
+    return done, len(cand)
 
 
 # --------------------------------------------------------------------------

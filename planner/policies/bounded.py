@@ -12,7 +12,11 @@ phases share" below), in this order:
    hard limit binds: :func:`lookahead.search.depth_bound`), given at most
    :data:`EXHAUSTIVE_SHARE` of the budget. Where it finishes, V* is known
    exactly (gap 0) and the choice is the optimum's: wherever the whole space
-   fits that share, the policy is exactly ``lookahead:<full depth>``;
+   fits that share, the policy is exactly ``lookahead:<full depth>``. Where it
+   stops at its cap having finished at least one of the root's candidates, it
+   is resumed from its exact memo for :data:`RESUME_SHARE` more
+   (``Bounded._resume``, phase ``exhaustive (resumed)``; the same search, the
+   same bits where it finishes);
 2. otherwise, the anytime best-first search of
    :class:`lookahead.bounded.BoundedSearch` (an AND/OR graph with an interval
    at every node, equivalent beliefs merged), with the budget the first phase
@@ -149,7 +153,7 @@ from lookahead.bounded import (
     separation_table_terms,
 )
 from lookahead.core import TIE, reachable_actions
-from lookahead.search import SearchCapExceeded, depth_bound, plan_from
+from lookahead.search import SearchCapExceeded, depth_bound, exact_progress, plan_from
 from planner.errors import PolicyError
 from planner.node import Decision
 from planner.policies.base import Policy, pick_best, positive_int
@@ -157,13 +161,17 @@ from planner.policies.onestep import one_step_table
 from planner.policies.plans import named_plan, plan_text
 from planner.tiers import prepare_search
 
-__all__ = ["Bounded", "DEFAULT_WORK", "EXHAUSTIVE_SHARE", "DEEPENING_SHARE", "BEST_FIRST_UNIT", "TABLE_UNIT",
+__all__ = ["Bounded", "DEFAULT_WORK", "EXHAUSTIVE_SHARE", "RESUME_SHARE", "DEEPENING_SHARE", "BEST_FIRST_UNIT",
+           "TABLE_UNIT",
            "TABLE_SHARE", "node_work", "BUDGET", "plan_floor"]
 
 #: The work units of one decision when none is given: about one second of CPU (see the module docstring).
 DEFAULT_WORK = 500_000_000
 #: The share of the budget the exhaustive depth-first attempt may spend before the best-first search starts.
 EXHAUSTIVE_SHARE = 0.5
+#: The share of the budget the exhaustive search may spend more, resumed, where it finished one root candidate
+#: within :data:`EXHAUSTIVE_SHARE` (see ``Bounded._resume``).
+RESUME_SHARE = 0.25
 #: The share of the budget kept for the depth-limited searches after the best-first one (which gets the rest).
 DEEPENING_SHARE = 0.125
 #: A best-first node's cost per term of ``O x (S + Y + 8)``, in work units (measured, see the module docstring).
@@ -350,6 +358,33 @@ class Bounded(Policy):
             return None, _phase("exhaustive", cap, unit, False), (stop.memo if self.share else None)
         return ex, _phase("exhaustive", ex.nodes, unit, True, (ex,)), None
 
+    def _resume(self, node, memo, allowance, unit):
+        """Phase 1, resumed: where the capped exhaustive search finished at least one of the root's candidates,
+        search on to the depth bound from its exact memo within `allowance` more work units.
+
+        Returns ``(result or None, phase or None, the exact memo to go on with)``. Why one finished candidate:
+        the search takes the root's candidates in order, and the first one's subtree holds every set of pairs
+        that contains it, which is most of the space (with Y outcomes, Y of every Y + 1 sets of pairs in a full
+        enumeration); every later candidate reads the sets it shares with the earlier ones from the memo. So once
+        one has finished within :data:`EXHAUSTIVE_SHARE` of the budget, the rest is likely to fit in
+        :data:`RESUME_SHARE` more (8 x 16 seed 1 and 8 x 12 seed 13 of ``bench/bench_engine.py``: 3 of 14 and 1 of
+        10 candidates finished, certified after resuming); where none has, it is not tried (8 x 16 seed 3, 8 x 20,
+        8 x 32: none finished). The rule decides only where work goes, never a value: the count is
+        deterministic, and the resumed search is the same search (:func:`lookahead.search.expectimax` with
+        ``exact=``: the same value and choice as one uninterrupted run, bit for bit). Where it is capped again, its
+        work is counted and lost, and phase 1's memo goes on to the other phases.
+        """
+        c = node.compiled
+        done, _ = exact_progress(memo, node.belief, node.eligible, c.lik, c.n_outcomes)
+        cap = allowance // unit
+        if done < 1 or cap < 1:
+            return None, None, memo
+        try:
+            ex = node.search(len(c.obs_names), max_nodes=cap, exact=memo)
+        except SearchCapExceeded:
+            return None, _phase("exhaustive (resumed)", cap, unit, False), memo
+        return ex, _phase("exhaustive (resumed)", ex.nodes, unit, True, (ex,)), None
+
     def _deepening(self, node, allowance, unit, memo=None):
         """Depth-limited searches at depths 1, 2, ... while each fits what is left, each reading the exact memo
         `memo` (the first phase's completed nodes): the deepest, and the phase."""
@@ -379,6 +414,10 @@ class Bounded(Policy):
         if self.exhaustive_first:
             ex, ph, memo = self._exhaustive(node, int(budget * EXHAUSTIVE_SHARE), dfs_unit)
             phases.append(ph)
+            if ex is None and memo is not None:
+                ex, ph, memo = self._resume(node, memo, int(budget * RESUME_SHARE), dfs_unit)
+                if ph is not None:
+                    phases.append(ph)
             if ex is not None:
                 choice = self._first_step(node, ex)
                 opts = {int(o): (float(ex.q[o]),) * 2 for o in np.flatnonzero(node.eligible)}

@@ -275,7 +275,7 @@ def test_the_depth_first_phases_report_pruned_noops_and_certain():
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_a_full_search_resumed_from_the_exact_entries_certifies_lookahead_at_full_depth(seed):
+def test_a_full_search_resumed_from_the_exact_entries_certifies_lookahead_at_full_depth(seed, monkeypatch):
     """Where the exhaustive attempt stops at its cap but the depth-limited ladder reaches the depth bound reading
     its exact entries, the decision is certified with lookahead:<full depth>'s value and choice, bit for bit;
     without the entries, the same budget does not certify."""
@@ -287,6 +287,7 @@ def test_a_full_search_resumed_from_the_exact_entries_certifies_lookahead_at_ful
     node = planner.Session(planner.Domain.from_dict(raw)).node
     full = node.search(len(node.compiled.obs_names))
     work = int(1.8 * full.nodes * node_work(node.compiled)[0])  # the exhaustive share (half) cannot hold it
+    monkeypatch.setattr("planner.policies.bounded.RESUME_SHARE", 0.0)  # (the resumed phase 1 is tested below)
     pl = Bounded(work=work)._plan(node)
     assert not pl.phases[0]["finished"] and pl.phases[-1]["search"] == "depth-limited" and pl.phases[-1]["finished"]
     assert pl.phases[-1]["reused"] > 0 and pl.work <= work
@@ -297,3 +298,43 @@ def test_a_full_search_resumed_from_the_exact_entries_certifies_lookahead_at_ful
         assert lo == up == full.q[o]
     alone = Bounded(work=work, share=False)._plan(node)
     assert alone.stopped != "certified" and alone.phases[-1]["reused"] == 0
+
+
+@pytest.mark.parametrize("n_obs, seed", [(12, 1), (12, 2), (10, 3)])
+def test_phase_one_resumed_certifies_lookahead_at_full_depth_bit_for_bit(n_obs, seed):
+    """Where the exhaustive attempt stops at its cap after finishing a root candidate, it is resumed from its exact
+    entries within RESUME_SHARE more, and the decision is lookahead:<full depth>'s, bit for bit, within the budget."""
+    from lookahead.search import SearchCapExceeded, exact_progress
+    from planner.policies.bounded import EXHAUSTIVE_SHARE, node_work
+    from planner.policies.lookahead import Lookahead
+
+    node = planner.Session(planner.Domain.from_dict(benchmark_domain(n_obs, 8, seed=seed, chain=0))).node
+    c = node.compiled
+    full = node.search(len(c.obs_names))
+    unit = node_work(c)[0]
+    work = int(1.8 * full.nodes * unit)  # phase 1 gets 0.9 of the search, the resumed phase 0.45 more
+    with pytest.raises(SearchCapExceeded) as stop:
+        node.search(len(c.obs_names), max_nodes=int(work * EXHAUSTIVE_SHARE) // unit)
+    assert exact_progress(stop.value.memo, node.belief, node.eligible, c.lik, c.n_outcomes)[0] >= 1
+    pl = Bounded(work=work)._plan(node)
+    assert [p["search"] for p in pl.phases] == ["exhaustive", "exhaustive (resumed)"]
+    assert not pl.phases[0]["finished"] and pl.phases[1]["finished"] and pl.phases[1]["reused"] > 0
+    assert pl.work <= work and pl.phases[1]["nodes"] < full.nodes
+    assert pl.stopped == "certified" and pl.method == "exhaustive" and pl.lo == pl.up == full.value
+    assert pl.choice == Lookahead(depth=len(c.obs_names)).decide(node).observe
+    for o, (lo, up) in pl.options.items():
+        assert lo == up == full.q[o]
+
+
+def test_phase_one_is_not_resumed_before_it_finished_a_root_candidate():
+    from lookahead.search import SearchCapExceeded, exact_progress
+    from planner.policies.bounded import EXHAUSTIVE_SHARE, node_work
+
+    node = planner.Session(planner.Domain.from_dict(benchmark_domain(16, 8, seed=3, chain=0))).node
+    c = node.compiled
+    work = 20_000_000
+    with pytest.raises(SearchCapExceeded) as stop:
+        node.search(len(c.obs_names), max_nodes=int(work * EXHAUSTIVE_SHARE) // node_work(c)[0])
+    assert exact_progress(stop.value.memo, node.belief, node.eligible, c.lik, c.n_outcomes) == (0, int(node.eligible.sum()))
+    pl = Bounded(work=work)._plan(node)
+    assert "exhaustive (resumed)" not in [p["search"] for p in pl.phases] and pl.work <= work
