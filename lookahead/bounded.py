@@ -496,17 +496,17 @@ def _exact_of(ocb, t):
     """V* of the node of pairs `ocb` from the exact memo in `t` (module docstring, "Exact tips"), or inf where
     the memo does not hold it (or it is not strictly below the memo's root)."""
     h = np.uint64(0)
-    k = 0
+    n_pairs = 0
     for o in range(ocb.shape[0]):
         if t.x_root[o] >= 0:
             if ocb[o] != t.x_root[o]:
                 return _INF
         elif ocb[o] >= 0:
             h ^= t.x_zob[o, ocb[o]]
-            k += 1
-    if k == 0:
+            n_pairs += 1
+    if n_pairs == 0:
         return _INF
-    v, c = _exact_value(t.x_nodes, t.x_leaves, t.x_dk, t.x_depth - k, h)
+    v, c = _exact_value(t.x_nodes, t.x_leaves, t.x_dk, t.x_depth - n_pairs, h)
     if c > 0.0:
         return v
     return _INF
