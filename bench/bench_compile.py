@@ -287,6 +287,15 @@ def main(argv=None) -> int:
     if w["code"] != 0:
         raise SystemExit(f"warm failed:\n{w['stderr']}")
     report = json.loads(w["stdout"])
+    base_report = None
+    if args.baseline is not None:  # the baseline's warm right after this tree's, each from an empty cache
+        print("planner warm in the baseline ...", flush=True)
+        bw = timed([sys.executable, "-c", _WARM_CHILD], str(work / "warm-cache-baseline"), args.baseline.resolve())
+        if bw["code"] != 0:
+            raise SystemExit(f"baseline warm failed:\n{bw['stderr']}")
+        base_report = json.loads(bw["stdout"])
+        base_report["process_cpu"], base_report["process_wall"] = bw["cpu"], bw["wall"]
+    report["process_cpu"], report["process_wall"] = w["cpu"], w["wall"]
 
     print("seed case and the large domain, warm cache ...", flush=True)
     seed_warm = [cli(SEED_RUN, fresh) for _ in range(args.repeats)]
@@ -344,7 +353,27 @@ def main(argv=None) -> int:
         "| kernel | compile CPU s | signatures |",
         "|---|---|---|",
     ]
-    lines += [f"| `{name}` | {sec:.2f} | {sig} |" for name, sec, sig in report["kernels"]]
+    if base_report is None:
+        lines += [f"| `{name}` | {sec:.2f} | {sig} |" for name, sec, sig in report["kernels"]]
+    else:
+        base = {name: (sec, sig) for name, sec, sig in base_report["kernels"]}
+        ours = {name: (sec, sig) for name, sec, sig in report["kernels"]}
+        lines[-3:] = [
+            f"Beside it, in the same run right after, the baseline ({args.baseline}, {_revision(args.baseline)}): "
+            f"total {base_report['total']:.1f} s of CPU compiling, {base_report['wall']:.1f} s wall; the whole warm "
+            f"process {report['process_cpu']:.1f} s of CPU here against {base_report['process_cpu']:.1f} s "
+            f"({report['process_wall']:.1f} s and {base_report['process_wall']:.1f} s wall). A kernel with no "
+            "compile in a tree has a dash there (in this tree the core helpers are kernels of their own, compiled "
+            "once, where the baseline inlined them into every caller).",
+            "",
+            "| kernel | compile CPU s | signatures | baseline compile CPU s | baseline signatures |",
+            "|---|---|---|---|---|",
+        ]
+        for name in sorted(set(base) | set(ours), key=lambda n: -max(ours.get(n, (0, 0))[0], base.get(n, (0, 0))[0])):
+            o, b = ours.get(name), base.get(name)
+            lines.append(f"| `{name}` | {f'{o[0]:.2f}' if o else '-'} | {o[1] if o else '-'} | "
+                         f"{f'{b[0]:.2f}' if b else '-'} | {b[1] if b else '-'} |")
+        lines.append(f"| total | {report['total']:.2f} | | {base_report['total']:.2f} | |")
     lines += [
         "",
         "A kernel with two signatures was compiled twice: `search._grown` rehashes the two memo tables (two "

@@ -51,13 +51,17 @@ TIE = 1e-12
 BUDGET_TOL = 1e-9
 
 
-# The ``_*_into`` helpers write into caller-owned buffers and are inlined
-# (``inline="always"``): the search kernel (lookahead.search) calls them at
-# every node, where allocation and per-call array passing would dominate a
-# node's cost of a few hundred nanoseconds. The public kernels below wrap them.
+# The ``_*_into`` helpers write into caller-owned buffers: the search kernels (lookahead.search,
+# lookahead.bounded) call them at every node, where allocation would dominate a node's cost of a few
+# hundred nanoseconds. The three large ones are kernels of their own (``nrt=False``: they allocate and
+# return nothing), compiled once and called, not ``inline="always"``: numba inlines at the level of its
+# own IR and types every inlined copy again, which made ``search._search`` (two copies of each) the
+# largest compile of ``planner warm``; called, its compile fell from about 21 to 12 s of CPU, with
+# depth-first and bounded searches within the machine's noise (0.96-1.12x, bench/results/compile.md).
+# The small ``_combine_row`` and ``_holds_row`` stay inlined. The public kernels below wrap them.
 
 
-@kernel(inline="always")
+@kernel(nrt=False)
 def _status_into(outcome_of, est_prop, est_kind, est_value, work):
     """Established status into ``work[2]`` (``work : int64[3, P]``; rows 0, 1 are scratch).
 
@@ -85,7 +89,6 @@ def _status_into(outcome_of, est_prop, est_kind, est_value, work):
             work[k, p] = STATUS_CONTRADICTED
     for p in range(n_props):
         work[2, p] = work[1, p] if work[1, p] != STATUS_NONE else work[0, p]
-    return work
 
 
 # The AND / OR combination is written without a `break`, and the helpers return nothing: inlined
@@ -108,7 +111,7 @@ def _combine_row(vals, r, i, expr_kind, expr_start, expr_count, expr_children):
     vals[r, i] = out
 
 
-@kernel(inline="always")
+@kernel(nrt=False)
 def _facts_into(outcome_of, work, expr_kind, expr_a, expr_b, expr_start, expr_count, expr_children, vals):
     """Every fact-expression node into ``vals[0]`` (status in ``work[2]``; children precede parents)."""
     for i in range(expr_kind.shape[0]):
@@ -135,7 +138,7 @@ def _holds_row(root, mentions, row, vals, work):
     return vals[0, root]
 
 
-@kernel(inline="always")
+@kernel(nrt=False)
 def _reach_into(outcome_of, admitted, est_prop, est_value, ek, ea, eb, es, ec, ech, action_req, work, can, vals,
                 flags):
     """Reachable actions into ``flags[1]`` (see :func:`reachable_actions`); status in ``work[2]``."""

@@ -21,7 +21,7 @@ from planner.gates.admission import prepare
 from planner.model.caller import Caller
 from planner.errors import SessionError
 from planner.model.parts import UNAVAILABLE
-from planner.session.tools import PROPAGATES, _plain, bounded_note, check_timeout
+from planner.session.tools import PROPAGATES, bounded_note, check_timeout, plain_str
 from planner.node import Decision, Node, root_node
 from planner.policies import DEFAULT_POLICY, Policy, parse_policy
 from planner.session.receipt import build_receipt
@@ -211,7 +211,7 @@ class Session:
         for what, value in (("observation", name), ("outcome", outcome)):
             if not isinstance(value, str):
                 raise SessionError(f"record: the {what} must be a string, got {type(value).__name__}")
-        name, outcome = _plain(name), _plain(outcome)  # a str subclass's __eq__/__hash__ never run
+        name, outcome = plain_str(name), plain_str(outcome)  # a str subclass's __eq__/__hash__ never run
         note = bounded_note(note)
         c = self.compiled
         try:

@@ -47,7 +47,7 @@ from planner.model.caller import Caller
 from planner.model.parts import UNAVAILABLE, ResultRule
 
 __all__ = ["ToolContext", "Tool", "apply_rule", "to_outcome", "check_tools", "call_tool", "acall_tool",
-           "failure_note", "check_timeout", "bounded_note", "MAX_NOTE_CHARS", "PROPAGATES"]
+           "plain_str", "failure_note", "check_timeout", "bounded_note", "MAX_NOTE_CHARS", "PROPAGATES"]
 
 #: What a tool may raise that is not a tool fault: these leave the guard (an interrupt must interrupt, an exit
 #: must exit, a generator's close must close it). Every other exception, ``BaseException`` subclasses included,
@@ -137,15 +137,39 @@ def _takes_context(fn) -> bool:
                for p in params)
 
 
-def _plain(text: str) -> str:
-    """A ``str`` (or ``str`` subclass) as a plain ``str``, copied by ``str`` itself: no method of the subclass runs."""
+def plain_str(text: str) -> str:
+    """A ``str`` (or ``str`` subclass) as a plain ``str``, copied by ``str`` itself: no method of the subclass runs.
+
+    Text from a tool or a caller is compared, hashed and stored only through this, so that a subclass's own
+    ``__eq__``, ``__hash__`` or ``__str__`` never runs inside the planner.
+
+    Parameters
+    ----------
+    text : str
+        A ``str`` or an instance of a ``str`` subclass.
+
+    Returns
+    -------
+    str
+        `text` itself when it is a plain ``str``, else a plain copy of its characters.
+
+    Examples
+    --------
+    >>> class Loud(str):
+    ...     def __eq__(self, other):
+    ...         raise RuntimeError("ran")
+    ...     __hash__ = str.__hash__
+    >>> t = plain_str(Loud("pending"))
+    >>> type(t).__name__, t == "pending"
+    ('str', True)
+    """
     return text if type(text) is str else str.__str__(text)
 
 
 def _type_name(value: Any) -> str:
     try:
         name = type(value).__name__
-        return _plain(name) if isinstance(name, str) else "object"
+        return plain_str(name) if isinstance(name, str) else "object"
     except Exception:  # noqa: BLE001 - a metaclass that cannot say its name
         return "object"
 
@@ -158,7 +182,7 @@ def _name_of(fn) -> str:
         name = None
     if not isinstance(name, str):
         name = _type_name(fn)
-    name = _plain(name)[:60]
+    name = plain_str(name)[:60]
     return "".join(ch if ch.isprintable() else "?" for ch in name)
 
 
@@ -177,7 +201,7 @@ def _describe(value: Any) -> str:
     'a string of 1,000,000 characters (sha256 1b977e'
     """
     if isinstance(value, str):
-        text = _plain(value)
+        text = plain_str(value)
         if len(text) <= 80:
             return repr(text)
         return (f"a string of {len(text):,} characters (sha256 {_digest(text)}, "
@@ -190,7 +214,7 @@ def _describe(value: Any) -> str:
         return f"{size:,} bytes, starting {repr(data[:40])[:60]}"
     try:
         text = repr(value)
-        text = _plain(text) if isinstance(text, str) else ""
+        text = plain_str(text) if isinstance(text, str) else ""
     except BaseException as e:  # noqa: BLE001 - a record whose __repr__ raises is still a record
         if isinstance(e, PROPAGATES):
             raise
@@ -216,7 +240,7 @@ def bounded_note(note: str | None) -> str | None:
         return None
     if not isinstance(note, str):
         raise SessionError(f"note: expected a string or None, got {_type_name(note)}")
-    original = _plain(note)
+    original = plain_str(note)
     # one printable line: a line break or an escape sequence in what a tool said cannot forge output
     note = original if original.isprintable() else one_line(original[:4 * MAX_NOTE_CHARS], limit=2**31)
     if len(original) <= MAX_NOTE_CHARS and len(note) <= MAX_NOTE_CHARS:
@@ -286,7 +310,7 @@ def apply_rule(rule: ResultRule, record: Any) -> tuple[str, str | None]:
     if isinstance(value, bool):
         text = "true" if value else "false"
     elif isinstance(value, str):
-        text = _plain(value)  # a str subclass's own __str__ or __eq__ never runs
+        text = plain_str(value)  # a str subclass's own __str__ or __eq__ never runs
     elif isinstance(value, int):
         text = int.__repr__(value)
     else:
@@ -333,14 +357,14 @@ def _to_outcome(observation, declared, record, mapper):
                 raise
             return UNAVAILABLE, "the mapper " + failure_note(e)
         if isinstance(outcome, str):
-            outcome = _plain(outcome)
+            outcome = plain_str(outcome)
         if not isinstance(outcome, str) or outcome not in declared:
             return UNAVAILABLE, f"the mapper returned {_describe(outcome)}, which is not a declared outcome"
         return outcome, None
     if observation.result is not None:
         return apply_rule(observation.result, record)
     if isinstance(record, str):
-        record = _plain(record)  # compared as plain text: the subclass's __eq__ and __hash__ never run
+        record = plain_str(record)  # compared as plain text: the subclass's __eq__ and __hash__ never run
         if record in declared:
             return record, None
     return UNAVAILABLE, f"the tool returned {_describe(record)}, which is not a declared outcome"
@@ -379,7 +403,7 @@ def check_tools(domain, admitted, tools: Mapping, *, allow_async: bool) -> dict:
     out = {}
     for key, value in tools.items():
         if isinstance(key, str):
-            key = _plain(key)  # compared as plain text: a str subclass's __eq__ never runs
+            key = plain_str(key)  # compared as plain text: a str subclass's __eq__ never runs
         if key not in names:
             close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
             hint = f" (did you mean '{close[0]}'?)" if close else f" (observations: {', '.join(names)})"
@@ -497,7 +521,7 @@ def failure_note(e: BaseException) -> str:
             if isinstance(inner, PROPAGATES):
                 raise
             continue
-        text = _plain(got)[:4096] if isinstance(got, str) else None
+        text = plain_str(got)[:4096] if isinstance(got, str) else None
         if i == 1 and not text:
             text = None  # its own __str__ failed and its arguments say nothing
         break

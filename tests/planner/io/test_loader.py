@@ -623,3 +623,57 @@ def test_mutated_domains_load_or_raise_one_line_domain_errors(data, edits):
         domain_from_dict(data)
     except DomainError as e:
         assert "\n" not in str(e)
+
+
+def _networkx_cycle(observations):
+    """The cycle the loader reported when it searched with networkx (its code before the plain walk)."""
+    import networkx as nx
+
+    from planner.model.parts import Returned, expr_atoms
+
+    if all(o.requires is None for o in observations):
+        return None
+    g = nx.DiGraph()
+    order = {o.name: i for i, o in enumerate(observations)}
+    g.add_nodes_from(order)
+    for o in observations:
+        if o.requires is not None:
+            g.add_edges_from((o.name, a.observation) for a in expr_atoms(o.requires) if isinstance(a, Returned))
+    on_cycle = [n for comp in nx.strongly_connected_components(g) for n in comp if len(comp) > 1 or g.has_edge(n, n)]
+    if not on_cycle:
+        return None
+    reaches, stack = set(on_cycle), list(on_cycle)
+    while stack:
+        for u in g.predecessors(stack.pop()):
+            if u not in reaches:
+                reaches.add(u)
+                stack.append(u)
+    cyc = [u for u, _ in nx.find_cycle(g, source=min(reaches, key=order.__getitem__))]
+    k = min(range(len(cyc)), key=lambda i: order[cyc[i]])
+    return cyc[k:] + cyc[:k] + [cyc[k]]
+
+
+@given(n=st.integers(1, 7), edges=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6), st.booleans()),
+                                           max_size=14))
+def test_the_cycle_search_names_the_cycle_networkx_named(n, edges):
+    """The plain walk (no networkx import for ``planner validate``) reports the cycle the networkx search did."""
+    from planner.io.loader import _precondition_cycle
+    from planner.model.parts import AllOf, AnyOf, Case, Established, Likelihood, Observation, Returned
+
+    lik = Likelihood(depends_on=(), cases=(Case(when=(), value=(("y", 1.0),)),))
+    needs: dict = {}
+    for a, b, conj in edges:
+        if a < n and b < n:
+            needs.setdefault(a, []).append((b, conj))
+    obs = []
+    for i in range(n):
+        terms = [Returned(f"o{b}", "y") for b, _ in needs.get(i, [])]
+        if terms:  # an Established atom and nesting, which the walk must step over and into
+            terms.insert(len(terms) // 2, Established("p", "x"))
+            conj = needs[i][0][1]
+            req = AllOf(terms[:1] + [AnyOf(terms[1:])]) if conj else AnyOf(terms)
+        else:
+            req = None
+        obs.append(Observation(name=f"o{i}", role="inform", outcomes=("y",), likelihood=lik, requires=req))
+    assert _precondition_cycle(obs) == _networkx_cycle(obs)
+
