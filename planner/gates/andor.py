@@ -34,67 +34,6 @@ from planner.model.parts import ESTABLISHING, AllOf, AnyOf, Established, Returne
 __all__ = ["build_graph", "flow_graph", "precondition_graph"]
 
 
-class _Graph:
-    """The part of ``networkx.DiGraph`` that :func:`build_graph` and the walks use, without networkx.
-
-    Nodes, successors and attributes in insertion order, as networkx keeps them:
-    :func:`build_graph` builds one and hands it over as a ``networkx.DiGraph``
-    (:meth:`to_networkx`, the same nodes, edges, attributes and orders), while
-    the warnings of ``planner validate`` walk it as it is, so that command
-    never imports networkx.
-
-    >>> g = _Graph(domain="d")
-    >>> g.add_edge("a", "b", relation="term"); g.add_edge("a", "c"); g.add_node("a", kind="and")
-    >>> list(g.successors("a")), "c" in g, list(g.nodes)
-    (['b', 'c'], True, ['a', 'b', 'c'])
-    >>> h = g.to_networkx()
-    >>> list(h.successors("a")), h.nodes["a"], h.edges["a", "b"], h.graph
-    (['b', 'c'], {'kind': 'and'}, {'relation': 'term'}, {'domain': 'd'})
-    """
-
-    def __init__(self, **graph):
-        self.graph = dict(graph)
-        self._node: dict = {}  # node -> its attributes
-        self._succ: dict = {}  # node -> {successor: edge attributes}
-        self._edges: list = []  # (u, v) in the order first added (networkx's predecessor order follows it)
-
-    def _ensure(self, n) -> None:
-        if n not in self._node:
-            self._node[n] = {}
-            self._succ[n] = {}
-
-    def add_node(self, n, **attr) -> None:
-        self._ensure(n)
-        self._node[n].update(attr)
-
-    def add_edge(self, u, v, **attr) -> None:
-        self._ensure(u)
-        self._ensure(v)
-        if v not in self._succ[u]:
-            self._succ[u][v] = {}
-            self._edges.append((u, v))
-        self._succ[u][v].update(attr)
-
-    def successors(self, n):
-        return iter(self._succ[n])
-
-    def __contains__(self, n) -> bool:
-        return n in self._node
-
-    @property
-    def nodes(self):
-        return self._node.keys()
-
-    def to_networkx(self):
-        """The same graph as a ``networkx.DiGraph`` (this imports networkx)."""
-        import networkx as nx  # imported here: `import planner` and `planner validate` do not need it
-
-        g = nx.DiGraph(**self.graph)
-        g.add_nodes_from(self._node.items())
-        g.add_edges_from((u, v, self._succ[u][v]) for u, v in self._edges)
-        return g
-
-
 def build_graph(domain) -> nx.DiGraph:
     """The AND/OR precondition graph of `domain` (see the module docstring).
 
@@ -120,13 +59,10 @@ def build_graph(domain) -> nx.DiGraph:
     >>> list(g.successors(("returned", "identity_resolution", "resolved")))
     [('observation', 'identity_resolution')]
     """
-    return _build(domain).to_networkx()
-
-
-def _build(domain) -> _Graph:
-    """:func:`build_graph` as a :class:`_Graph` (no networkx: what the warnings of ``planner validate`` walk)."""
     domain = getattr(domain, "domain", domain)  # a CompiledDomain carries its Domain
-    g = _Graph(domain=domain.name, observations=tuple(o.name for o in domain.observations))
+    import networkx as nx  # imported here: `import planner` does not need it (a measurable part of startup)
+
+    g = nx.DiGraph(domain=domain.name, observations=tuple(o.name for o in domain.observations))
     for i, o in enumerate(domain.observations):
         g.add_node(("observation", o.name), kind="observation", label=o.name, index=i)
     for o in domain.observations:
@@ -181,11 +117,6 @@ def precondition_graph(compiled):
     True
     """
     return compiled.memo("precondition_graph", lambda c: build_graph(c.domain))
-
-
-def _walk_graph(compiled) -> _Graph:
-    """:func:`precondition_graph` as a :class:`_Graph` (no networkx import), built once and kept on `compiled`."""
-    return compiled.memo("precondition_walk_graph", lambda c: _build(c.domain))
 
 
 # --------------------------------------------------------------------------

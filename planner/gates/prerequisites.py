@@ -26,7 +26,7 @@ from lookahead.core import available_observations
 from planner.gates.budget import within
 from lookahead.layout import NOT_TAKEN, STATUS_CONTRADICTED
 from planner.gates.admission import prepare
-from planner.gates.andor import _add_expr, _build, _returned_node, _walk_graph
+from planner.gates.andor import _add_expr, _returned_node, build_graph, precondition_graph
 from planner.model.parts import ESTABLISHING, Established, expr_atoms
 from planner.node import root_node
 
@@ -370,7 +370,6 @@ def cheapest_prerequisite_plan(graph, observation, node) -> PrerequisitePlan | N
     Examples
     --------
     >>> import planner
-    >>> from planner.gates.andor import precondition_graph
     >>> c = planner.compile_domain(planner.load_domain("identity_registry"))
     >>> root = root_node(c, planner.admit(c))
     >>> plan = cheapest_prerequisite_plan(precondition_graph(c), "approval_registry", root)
@@ -452,7 +451,7 @@ rejected: permission denied
     """
     compiled, admission = prepare(domain, caller)
     root = root_node(compiled, admission)
-    graph = _walk_graph(compiled)  # the walk's graph without networkx (``planner validate`` runs this)
+    graph = precondition_graph(compiled)
     out = []
     for o, name in enumerate(compiled.obs_names):
         if not admission.admitted[o] or root.available[o]:
@@ -523,7 +522,7 @@ moves belief only: did you mean role establish?)
     d = compiled.domain
     root = root_node(compiled, admission)
     out = []
-    g = _build(d)  # a fresh graph of its own (the gated actions are added to it), without networkx
+    g = build_graph(d).copy()
     gated = [(a, _add_expr(g, a.requires, f"action:{a.name}", ())) for a in d.actions if a.requires is not None]
     for key in [k for k in g.nodes if k[0] == "established" and not any(True for _ in g.successors(k))]:
         _, prop, value = key

@@ -367,19 +367,3 @@ def test_precondition_on_an_impossible_outcome_is_a_loader_error(kyc_raw):
     with pytest.raises(planner.DomainError, match=r"^observations\.kyc_registry\.requires\.kyc_token: "
                                                   r"kyc_token cannot return 'denied' \(outcomes: granted\)$"):
         planner.Domain.from_dict(raw)
-
-
-def test_the_plain_graph_is_the_networkx_graph_in_every_order():
-    """``planner validate`` walks andor._Graph (no networkx); build_graph hands out the same graph as networkx."""
-    from planner.gates.andor import _build
-    from planner.model.domain import DOMAINS
-
-    for path in sorted(DOMAINS.glob("*.yaml")):
-        d = planner.load_domain(path)
-        plain, g = _build(d), build_graph(d)
-        assert list(g.nodes(data=True)) == [(n, plain._node[n]) for n in plain.nodes], path.name
-        assert list(g.edges(data=True)) == [(u, v, plain._succ[u][v]) for u in plain.nodes for v in plain.successors(u)]
-        for n in plain.nodes:
-            assert list(g.successors(n)) == list(plain.successors(n))
-            assert list(g.predecessors(n)) == [u for u, v in plain._edges if v == n]
-        assert g.graph == plain.graph
