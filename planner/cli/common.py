@@ -14,8 +14,9 @@ import sys
 
 from planner.model.caller import Caller
 from planner.errors import PlannerError, ReceiptError, one_line
-from planner.policies import DEFAULT_POLICY, parse_policy
-from planner.policies.registry import policy_help
+
+# planner.policies (every policy, and the search kernels' modules) is imported by the two functions that
+# need it, not here: ``planner validate`` and ``planner check`` use this module and run no policy.
 
 __all__ = ["Parser", "Once", "add_caller_args", "add_policy_arg", "caller_from_args", "policy_from_args",
            "parse_pairs", "parse_limits", "parse_time", "read_json", "quote", "warn", "warn_unknown_caller",
@@ -216,6 +217,9 @@ def add_caller_args(p, *, time: bool = True) -> None:
 
 def add_policy_arg(p, *, repeatable: bool = False) -> None:
     """``--policy SPEC`` (and ``--max-nodes N`` for searching policies)."""
+    from planner.policies import DEFAULT_POLICY
+    from planner.policies.registry import policy_help
+
     if repeatable:
         p.add_argument("--policy", action="append", metavar="SPEC",
                        help=f"policy spec, repeatable for a comparison table (default {DEFAULT_POLICY}). "
@@ -292,6 +296,8 @@ def policy_from_args(spec: str, args):
     budget of each decision (overriding the spec's); for a policy that wraps
     another (``conservative:BASE``), its base's.
     """
+    from planner.policies import parse_policy
+
     policy = parse_policy(spec)
     cap = getattr(args, "max_nodes", None)
     if cap is not None:
