@@ -1467,17 +1467,25 @@ def exact_progress(memo: ExactMemo, belief, root_mask, lik, n_outcomes) -> tuple
     mask = np.asarray(root_mask, dtype=bool)
     cand = np.flatnonzero(mask)
     re = int(memo.depth) - 1
-    table = memo.table[0] if re >= 1 else memo.table[1]
-    held = np.asarray(table["key"])
-    held = held[held != 0]
+    if re < 0:
+        return 0, len(cand)
+    held = (memo.table[0] if re >= 1 else memo.table[1])["key"]
+    last = held.shape[0] - 1  # a power of two, less one
+
+    def stored(key) -> bool:  # _find's linear probe, a few slots per key (a sort of the table would cost seconds)
+        key = key if key != 0 else KEY(1)  # as stored (_slot_key)
+        i = int(key & KEY(last))
+        while held[i] != 0:
+            if held[i] == key:
+                return True
+            i = (i + 1) & last
+        return False
+
     probs = np.einsum("s,oys->oy", np.asarray(belief, dtype=FLOAT), np.asarray(lik, dtype=FLOAT)[cand])
-    dk = KEY(memo.depth_keys[max(re, 0)])
+    dk = KEY(memo.depth_keys[re])
     done = 0
     for i, o in enumerate(cand):
-        ys = [y for y in range(int(n_outcomes[o])) if probs[i, y] > 0.0]
-        keys = np.array([KEY(memo.zobrist[o, y]) ^ dk for y in ys], dtype=KEY)
-        keys[keys == 0] = KEY(1)  # as stored (_slot_key)
-        if re >= 0 and np.isin(keys, held).all():
+        if all(stored(KEY(memo.zobrist[o, y]) ^ dk) for y in range(int(n_outcomes[o])) if probs[i, y] > 0.0):
             done += 1
     return done, len(cand)
 
