@@ -278,7 +278,9 @@ def _render(meta, cases, smap, oos, cov, summary, outside, mixes, peers, plots, 
           "- The outside suite is small (its cases are cut to 6 features and 3 tests so that every policy is "
           "exact), and the reweighting is descriptive: it moves the mix of structural classes only, not the "
           "knobs inside a class.",
-          "- The model-error arm (planning on wrong likelihoods) is not part of this edition's runs.", ""]
+          "- The model-error arm (planning on calibrated, wrong likelihoods) runs apart, on its own truths "
+          "(`python3 -m studies.depth3.model_error`, `studies/results/depth3-model-error/report.md`): its "
+          "findings are not folded into this map, which assumes the model is right.", ""]
     L += ["## 5. Reviewer's checklist (issue 24)", ""]
     n_out = n_split["outside"]
     L += _table(["point", "answer in this run"], [
@@ -314,8 +316,10 @@ def _render(meta, cases, smap, oos, cov, summary, outside, mixes, peers, plots, 
          else "not in this run (switched off)"],
         ["Reweighting to other structural mixes", f"yes: {max(len(mixes) - 1, 0)} target mixes (gated 0.25/0.5/0.75 "
          "x chain 0.2/0.5/0.8), the winner and the map's pick under each, weights tabled (section 3)"],
-        ["Model error with explored, propensity-logged acquisitions, sized by power", "no: not in this edition's "
-         "runs (a separate study module is being built); the second edition's model-error arm stands"],
+        ["Model error with explored, propensity-logged acquisitions, sized by power", "yes, as its own arm: an "
+         "exploring logger (`explore:EPS:SEED`, each acquisition's propensity stored in the outcome log), error "
+         "cost by depth against each row's effective sample size, truths and seeds chosen by a power calculation "
+         "from a pilot (`studies/results/depth3-model-error/report.md`)"],
         ["Report opens with the map (table + PNG); re-renders from CSVs", "yes: `python3 -m studies.depth3.report "
          "DIR` rewrites every table and the report byte for byte"],
         ["`planner bench depth` regenerates it", "yes: `planner bench depth [--quick] [--out DIR] [--workers N] "
