@@ -542,20 +542,43 @@ def tune_peer(episodes: int = 40, sims: int = PEER_TUNE_SIMS) -> dict:
             "episodes": episodes}
 
 
-class _Cached:
-    """``run_job`` that first looks for the job's result in a folder, and saves it there when done."""
+class JobCache:
+    """A job runner that first looks for a job's result in a folder, and saves it there when done (``--resume``).
 
-    def __init__(self, folder):
+    `run` runs one task; `job_of` picks the job (anything with a ``key``) out of a task (default: the task is
+    the job). Used by both editions' runners.
+
+    >>> import tempfile
+    >>> class J:
+    ...     key = "s0/i001"
+    >>> cache = JobCache(tempfile.mkdtemp(), run=lambda job: {"key": job.key})
+    >>> cache.path(J()).name, cache.split([J()])[0]
+    ('s0_i001.json', [])
+    """
+
+    def __init__(self, folder, run=None, job_of=None):
         self.folder = Path(folder)
+        self.run = run_job if run is None else run
+        self.job_of = job_of
 
-    def path(self, job: Job) -> Path:
+    def path(self, job) -> Path:
         return self.folder / (job.key.replace("/", "_").replace(" ", "") + ".json")
 
-    def __call__(self, job: Job) -> dict:
+    def _path_of(self, task) -> Path:
+        return self.path(task if self.job_of is None else self.job_of(task))
+
+    def split(self, tasks) -> tuple:
+        """``(results saved already, tasks still to run)``, in the order of `tasks`."""
         import json
 
-        out = run_job(job)
-        write_text(self.path(job), json.dumps(out))
+        done = [json.loads(self._path_of(t).read_text(encoding="utf-8")) for t in tasks if self._path_of(t).exists()]
+        return done, [t for t in tasks if not self._path_of(t).exists()]
+
+    def __call__(self, task) -> dict:
+        import json
+
+        out = self.run(task)
+        write_text(self._path_of(task), json.dumps(out))
         return out
 
 
@@ -566,17 +589,13 @@ def run_jobs(jobs, *, workers: int = 1, scheduler=None, progress: bool = True, c
     With `cache` (a folder), each finished job's result is saved there and a
     job already saved is not run again: an interrupted run resumes.
     """
-    import json
-
-
     jobs = list(jobs)
     done, todo = [], jobs
     fn = run_job
     if cache is not None:
-        cached = _Cached(cache)
+        cached = JobCache(cache)
         cached.folder.mkdir(parents=True, exist_ok=True)
-        done = [json.loads(cached.path(j).read_text(encoding="utf-8")) for j in jobs if cached.path(j).exists()]
-        todo = [j for j in jobs if not cached.path(j).exists()]
+        done, todo = cached.split(jobs)
         fn = cached
     bar = Progress(len(todo), progress)
     try:

@@ -784,48 +784,37 @@ def write_report(folder, res, *, pilot, size) -> None:
           "Each log falls in the bin of its least-covered loggable row's ESS (`min_ess`). Cell: mean error cost; "
           "logs of one truth in a bin are averaged first, then the BCa interval is over truths (descriptive: ESS is "
           "an outcome of the log, not a design factor).", ""]
+    def cells(sub, policies):
+        # per policy, the BCa interval over truths of each truth's mean error cost
+        out = []
+        for p in policies:
+            per = {}
+            for r in sub:
+                if r["policy"] == p:
+                    per.setdefault((r["family"], r["instance"]), []).append(r["error_cost"])
+            out.append(_mean_ci([np.mean(v) for v in per.values()]))
+        return out
+
+    def row(label, sub):
+        nl = len({(r["family"], r["instance"], r["n"], r["seed"]) for r in sub})
+        nt = len({(r["family"], r["instance"]) for r in sub})
+        return [label, f"{nl} / {nt}"] + cells(sub, pols)
+
     body = []
     for b in bins:
         sub = [r for r in ok if ess_bin(key[(r["family"], r["instance"], r["n"], r["seed"])]["min_ess"]) == b]
-        if not sub:
-            continue
-        nl = len({(r["family"], r["instance"], r["n"], r["seed"]) for r in sub})
-        nt = len({(r["family"], r["instance"]) for r in sub})
-        cells = []
-        for p in pols:
-            per = {}
-            for r in sub:
-                if r["policy"] == p:
-                    per.setdefault((r["family"], r["instance"]), []).append(r["error_cost"])
-            cells.append(_mean_ci([np.mean(v) for v in per.values()]))
-        body.append([f"min ESS {b}", f"{nl} / {nt}"] + cells)
+        if sub:
+            body.append(row(f"min ESS {b}", sub))
     for n in NS:
-        sub = [r for r in ok if r["n"] == n]
-        nl = len({(r["family"], r["instance"], r["n"], r["seed"]) for r in sub})
-        nt = len({(r["family"], r["instance"]) for r in sub})
-        cells = []
-        for p in pols:
-            per = {}
-            for r in sub:
-                if r["policy"] == p:
-                    per.setdefault((r["family"], r["instance"]), []).append(r["error_cost"])
-            cells.append(_mean_ci([np.mean(v) for v in per.values()]))
-        body.append([f"N = {n} (all)", f"{nl} / {nt}"] + cells)
+        body.append(row(f"N = {n} (all)", [r for r in ok if r["n"] == n]))
     L += _table(["logs", "logs / truths"] + [f"`{p}`" for p in pols], body)
     L += ["", "The same by the median loggable row's ESS:", ""]
     body = []
     for b in bins:
         sub = [r for r in ok if ess_bin(key[(r["family"], r["instance"], r["n"], r["seed"])]["median_ess"]) == b]
-        if not sub:
-            continue
-        cells = []
-        for p in pols[:4]:
-            per = {}
-            for r in sub:
-                if r["policy"] == p:
-                    per.setdefault((r["family"], r["instance"]), []).append(r["error_cost"])
-            cells.append(_mean_ci([np.mean(v) for v in per.values()]))
-        body.append([f"median ESS {b}", len({(r['family'], r['instance'], r['n'], r['seed']) for r in sub})] + cells)
+        if sub:
+            body.append([f"median ESS {b}", len({(r['family'], r['instance'], r['n'], r['seed']) for r in sub})]
+                        + cells(sub, pols[:4]))
     L += _table(["logs", "n logs"] + [f"`{p}`" for p in pols[:4]], body)
     # coverage
     L += ["", "## Coverage of the log per row", "",

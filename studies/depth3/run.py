@@ -42,7 +42,7 @@ from planner.errors import EvaluationNodeCap, PlannerError
 from studies.depth3.design import (EVAL_CAP, EVAL_WORK, PEER_EPISODES, POLICIES, SELECT_SEEDS, SEEDS, TEST_SEEDS,
                                    budget_level, structure)
 # the second edition's interrupt: one class and one message for both editions of ``planner bench depth``
-from studies.depth.run import StudyInterrupted
+from studies.depth.run import JobCache, StudyInterrupted
 
 __all__ = ["Config", "CaseJob", "build_jobs", "run_case", "run_study", "run_bench", "main", "DEFAULT_OUT",
            "PREVIEW_OUT", "DEFAULT_OUT_QUICK", "StudyInterrupted"]
@@ -239,21 +239,8 @@ def _job(task) -> dict:
     return {"key": job.key, "rows": run_case(job, peer_scale=scale, peer_episodes=episodes)}
 
 
-class _Cached:
-    """``_job`` that saves each finished job's rows in a folder (``--resume``)."""
-
-    def __init__(self, folder):
-        self.folder = Path(folder)
-
-    def path(self, job: CaseJob) -> Path:
-        return self.folder / (job.key.replace("/", "_") + ".json")
-
-    def __call__(self, task) -> dict:
-        from planner.io.atomic import write_text
-
-        out = _job(task)
-        write_text(self.path(task[0]), json.dumps(out))
-        return out
+def _task_job(task) -> "CaseJob":
+    return task[0]
 
 
 def run_study(config: Config, out, *, workers: int = 1, scheduler=None, progress: bool = True, command: str = "",
@@ -310,11 +297,9 @@ def run_study(config: Config, out, *, workers: int = 1, scheduler=None, progress
             tasks = [(j, scale, config.peer_episodes) for j in jobs]
             done, fn = [], _job
             if cache is not None:
-                cached = _Cached(cache)
+                cached = JobCache(cache, run=_job, job_of=_task_job)
                 cached.folder.mkdir(parents=True, exist_ok=True)
-                done = [json.loads(cached.path(j).read_text(encoding="utf-8")) for j in jobs
-                        if cached.path(j).exists()]
-                tasks = [t for t in tasks if not cached.path(t[0]).exists()]
+                done, tasks = cached.split(tasks)
                 fn = cached
             bar = Progress(len(tasks), progress)
             try:
