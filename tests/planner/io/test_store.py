@@ -447,6 +447,9 @@ _WRITER = textwrap.dedent("""
         print("ready", flush=True)
         sys.stdin.readline()
         for i in range(n):
+            if i == n // 2:  # halfway, wait for the other writer to get here too: their writes interleave
+                print("half", flush=True)
+                sys.stdin.readline()
             sid = log.begin(domain="payment_release", content_hash="h", world={"approval": ["approved", "pending"]},
                             policy="bounded", context={"writer": writer, "n": i}, calibration=None)
             for k in range(3):
@@ -472,6 +475,11 @@ def test_two_processes_log_into_one_file_at_once(path):
         for p in writers:  # go
             p.stdin.write("\n")
             p.stdin.flush()
+        for p in writers:  # both halfway: on with the second halves (so each writes while the other has written)
+            assert p.stdout.readline() == "half\n", p.stderr.read()
+        for p in writers:
+            p.stdin.write("\n")
+            p.stdin.flush()
         for p in writers:
             _, err = p.communicate()
             assert p.returncode == 0, err
@@ -490,7 +498,7 @@ def test_two_processes_log_into_one_file_at_once(path):
         assert [(a.index, a.outcome) for a in r.acquisitions] == [(k, f"{w}-{i}-{k}") for k in range(3)]
         assert r.expected_loss == float(i) and r.receipt == {"n": i}
     ids = {w: [r.id for r in rows if r.context["writer"] == w] for w in "AB"}
-    assert min(ids["A"]) < max(ids["B"]) and min(ids["B"]) < max(ids["A"])  # they did write at the same time
+    assert min(ids["A"]) < max(ids["B"]) and min(ids["B"]) < max(ids["A"])  # each wrote after the other began
 
 
 _KILLED = textwrap.dedent("""
