@@ -11,7 +11,7 @@ from numpy.testing import assert_allclose
 
 import planner
 from conftest import DOMAINS, tiny_dict
-from test_pictures import parse_mermaid
+from mermaid import parse_mermaid
 from planner.cli import main
 from planner.gates.andor import build_graph, flow_graph
 from planner.drawing.export import to_dot, to_mermaid
