@@ -104,7 +104,8 @@ def planning_text(info: dict) -> str | None:
         how += f", then depth-limited to {info['depth_limited']}"
         if info.get("plan_source") == "depth-limited":
             how += " (its plan is the better one)"
-    work = f"{how}; {info['nodes_expanded']:,} nodes, plan depth {info['plan_depth']}"
+    n = info['nodes_expanded']
+    work = f"{how}; {n:,} node{'' if n == 1 else 's'}, plan depth {info['plan_depth']}"
     if info["certified"]:
         return f"planning: certified optimum {num(up)} (gap {info['gap']:.1g}; {work})"
     why = _STOPPED.get(info["planning_stopped"], info["planning_stopped"])

@@ -204,3 +204,12 @@ def test_the_licence_is_the_one_pyproject_names():
 def test_a_policy_count_past_64_bits_is_one_line(capsys, spec):
     line = _one_error_line(capsys, "run", "payment_release", "--seed", "1", "--policy", spec)
     assert "policy '" in line and ("at most 2**63-1" in line or "positive integer" in line)
+
+
+@pytest.mark.parametrize("nodes, words", [(1, "1 node,"), (9, "9 nodes,"), (12345, "12,345 nodes,")])
+def test_the_planning_line_counts_nodes_in_good_english(nodes, words):
+    from planner.cli.format import planning_text
+
+    info = {"interval": (1.0, 1.0), "certified": True, "gap": 0.0, "search": "exhaustive",
+            "nodes_expanded": nodes, "plan_depth": 0, "planning_stopped": "done"}
+    assert f"; {words} plan depth 0)" in planning_text(info)
