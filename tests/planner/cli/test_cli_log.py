@@ -10,30 +10,13 @@ import sys
 import pytest
 
 from planner.cli import main
+from cli_run import one_error_line as _error_line, run_cli as _run
 from planner.io.store import open_log
 
 
 @pytest.fixture
 def path(tmp_path):
     return tmp_path / "outcomes.db"
-
-
-def _run(capsys, *args):
-    try:
-        code = main(list(map(str, args)))
-    except SystemExit as e:  # a usage error, from argparse
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _error_line(capsys, *args) -> str:
-    code, out, err = _run(capsys, *args)
-    assert code == 2
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 def test_run_log_logs_the_session_and_says_so(capsys, path):

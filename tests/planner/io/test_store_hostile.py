@@ -9,27 +9,9 @@ import sqlite3
 
 import pytest
 
-from planner.cli import main
+from cli_run import one_error_line as _one_error_line, run_cli as _run
 from planner.errors import LogError
 from planner.io.store import open_log
-
-
-def _run(capsys, *args):
-    try:
-        code = main(list(map(str, args)))
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _one_error_line(capsys, *args) -> str:
-    code, out, err = _run(capsys, *args)
-    assert code == 2, (out, err)
-    assert "Traceback" not in err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 def _snapshot(folder) -> dict:

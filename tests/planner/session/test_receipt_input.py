@@ -8,18 +8,9 @@ import os
 import pytest
 
 import planner
-from planner.cli import main
+from cli_run import run_cli as _run
 from planner.errors import ReceiptError
 from planner.session.receipt import read_receipt
-
-
-def _run(capsys, *args):
-    try:
-        code = main(list(map(str, args)))
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
