@@ -183,7 +183,8 @@ def test_every_data_file_of_the_package_is_package_data():
 
 def test_the_licence_is_the_one_pyproject_names():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert config["project"]["license"] == {"text": "MIT"}
+    assert config["project"]["license"] == "MIT"  # an SPDX expression (setuptools 77+; the table form is deprecated)
+    assert config["project"]["license-files"] == ["LICENSE"]
     text = (ROOT / "LICENSE").read_text()
     assert text.startswith("MIT License") and "WITHOUT WARRANTY OF ANY KIND" in text
 
