@@ -9,17 +9,16 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import difflib
-import json
 import sys
 
 from planner.model.caller import Caller
-from planner.errors import PlannerError, ReceiptError, one_line
+from planner.errors import PlannerError, one_line
 
 # planner.policies (every policy, and the search kernels' modules) is imported by the two functions that
 # need it, not here: ``planner validate`` and ``planner check`` use this module and run no policy.
 
 __all__ = ["Parser", "Once", "add_caller_args", "add_policy_arg", "caller_from_args", "policy_from_args",
-           "parse_pairs", "parse_limits", "parse_time", "read_json", "quote", "warn", "warn_unknown_caller",
+           "parse_pairs", "parse_limits", "parse_time", "quote", "warn", "warn_unknown_caller",
            "progress_bar", "PROGRESS_DELAY", "write_picture", "seed_int", "count_int", "MAX_SEED", "MAX_COUNT"]
 
 #: The largest ``--seed``: seeds are stored in the outcome log (a signed 64-bit
@@ -313,17 +312,3 @@ def policy_from_args(spec: str, args):
             raise PlannerError(f"--max-work {work}: must be an integer from 1 to 10^15")
         policy = policy.with_work(work)
     return policy
-
-
-def read_json(path) -> dict:
-    """A receipt file, parsed (one-line error when it cannot be read)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        raise ReceiptError(f"{path}: no such file") from None
-    except json.JSONDecodeError as e:
-        raise ReceiptError(f"{path}: line {e.lineno}, column {e.colno}: JSON syntax error: {e.msg}") from None
-    if not isinstance(data, dict) or "steps" not in data:
-        raise ReceiptError(f"{path}: not a receipt")
-    return data

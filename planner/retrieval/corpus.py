@@ -54,7 +54,7 @@ import attrs
 import numpy as np
 
 from planner.retrieval.errors import CorpusError
-from planner.retrieval.jsonfile import read_json
+from planner.io.jsonfile import read_json
 
 __all__ = ["Document", "Query", "SourceSpec", "Corpus", "generate_corpus", "load_corpus", "read_corpus",
            "CORPUS_SEED", "LABELS", "SPLITS", "tokenize", "STOPWORDS"]

@@ -29,7 +29,7 @@ from planner.retrieval.bm25 import BM25Index, IndexSource
 from planner.retrieval.calibration import CalibratorSet, Judgments, fit_calibrator
 from planner.retrieval.corpus import Corpus, Query, load_corpus
 from planner.retrieval.errors import ScoreCalibrationError, QueryError
-from planner.retrieval.jsonfile import read_json
+from planner.io.jsonfile import read_json
 from planner.retrieval.topk import (
     DELIVERED,
     QueryBudget,

@@ -64,7 +64,7 @@ from planner.model.caller import Caller
 from planner.session.redact import may_see
 from planner.retrieval.corpus import LABELS
 from planner.retrieval.errors import SettlementReceiptError
-from planner.retrieval.jsonfile import read_json
+from planner.io.jsonfile import read_json
 from planner.retrieval.settlement import BUDGET, Tally, settle
 from planner.retrieval.topk import ABSTAINED_, DELIVERED, OVER_CONTEXT
 

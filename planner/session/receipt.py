@@ -20,7 +20,6 @@ import datetime as _dt
 import functools
 import json
 import math
-import os
 import re
 from importlib import resources
 
@@ -30,7 +29,7 @@ import numpy as np
 from lookahead.layout import STATUS_CONTRADICTED
 from planner.tolerances import PROB_TOL
 from planner.errors import ReceiptError
-from planner.io.files import special_file
+from planner.io.jsonfile import BadValue, read_json
 from planner.model.parts import UNAVAILABLE
 from planner.node import Node
 
@@ -346,36 +345,12 @@ def validate_step(entry, index: int) -> None:
         raise ReceiptError(_at(["steps", index, *error.absolute_path], _what(error)))
 
 
-class _BadNumber(ValueError):
-    pass
-
-
-def _finite(text: str):
-    x = float(text)
-    if not math.isfinite(x):
-        raise _BadNumber(f"the number {text[:40]} is out of range")
-    return x
-
-
-def _constant(name: str):
-    raise _BadNumber(f"{name} is not a JSON number")
-
-
 def _int64(text: str) -> int:
     """A JSON integer of a receipt: every one (a count, an index, a seed) fits a signed 64-bit integer."""
     if len(text.lstrip("-")) > 19 or not -2**63 <= int(text) < 2**63:
-        raise _BadNumber(f"the integer {text[:24]}{'...' if len(text) > 24 else ''} ({len(text.lstrip('-'))} "
-                         "digits) is out of range (a receipt's integers fit 64 bits)")
+        raise BadValue(f"the integer {text[:24]}{'...' if len(text) > 24 else ''} ({len(text.lstrip('-'))} "
+                       "digits) is out of range (a receipt's integers fit 64 bits)")
     return int(text)
-
-
-def _unique(pairs):
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise _BadNumber(f"duplicate key {repr(k)[:60]} in one object (the last would silently win)")
-        out[k] = v
-    return out
 
 
 def read_receipt(path, *, steps: bool = True) -> dict:
@@ -401,47 +376,10 @@ def read_receipt(path, *, steps: bool = True) -> dict:
     planner.errors.ReceiptError: ...r.json: missing "domain"
     """
     shown = quote(str(path)) if any(not ch.isprintable() for ch in str(path)) else str(path)
-    kind = special_file(path)
-    if kind is not None:  # opening a FIFO would block until a writer came
-        raise ReceiptError(f"{shown}: is {kind}, not a receipt file")
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > MAX_RECEIPT_BYTES:  # refused before a byte is read
-                raise ReceiptError(_too_large(shown, size))
-            # read one byte more than allowed: the file may have grown since
-            data = f.read(MAX_RECEIPT_BYTES + 1)
-    except FileNotFoundError:
-        raise ReceiptError(f"{shown}: no such file") from None
-    except IsADirectoryError:
-        raise ReceiptError(f"{shown}: is a folder, not a receipt file") from None
-    except OSError as e:
-        raise ReceiptError(f"{shown}: cannot read: {e.strerror or type(e).__name__}") from None
-    if len(data) > MAX_RECEIPT_BYTES:
-        raise ReceiptError(_too_large(shown, None))
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ReceiptError(f"{shown}: not UTF-8 text (byte {e.start})") from None
-    try:
-        receipt = json.loads(text, parse_float=_finite, parse_int=_int64, parse_constant=_constant,
-                             object_pairs_hook=_unique)
-    except json.JSONDecodeError as e:
-        raise ReceiptError(f"{shown}: line {e.lineno}, column {e.colno}: JSON syntax error: {e.msg}") from None
-    except RecursionError:
-        raise ReceiptError(f"{shown}: nested too deeply to be a receipt") from None
-    except _BadNumber as e:
-        raise ReceiptError(f"{shown}: {e}") from None
-    except ValueError:  # Python refuses to convert integers of more than 4,300 digits
-        raise ReceiptError(f"{shown}: an integer too long to be a number of a receipt") from None
+    receipt = read_json(path, limit=MAX_RECEIPT_BYTES, error=ReceiptError, what="receipt file", shown=shown,
+                        parse_int=_int64)
     try:
         validate_receipt(receipt, steps=steps)
     except ReceiptError as e:
         raise ReceiptError(f"{shown}: {e}") from None
     return receipt
-
-
-def _too_large(shown: str, size: int | None) -> str:
-    got = f"{size:,} bytes, " if size is not None else ""
-    return (f"{shown}: {got}larger than the {MAX_RECEIPT_BYTES // 2**20} MiB ({MAX_RECEIPT_BYTES:,} bytes) "
-            "a receipt may be; not a receipt")

@@ -49,6 +49,14 @@ def test_malformed_corpus_files_are_refused(tmp_path):
     p.write_text("[]")
     with pytest.raises(CorpusError, match="not a corpus file"):
         read_corpus(p)
+    # what Python's parser would take silently: a repeated key (the last one wins), 1e999 (infinity)
+    text = json.dumps(load_corpus().to_json())
+    p.write_text(text.replace('{"', '{"queries": [], "', 1))
+    with pytest.raises(CorpusError, match="duplicate key 'queries' in one object"):
+        read_corpus(p)
+    p.write_text('{"x": 1e999}')
+    with pytest.raises(CorpusError, match="the number 1e999 is out of range"):
+        read_corpus(p)
     data = load_corpus().to_json()
     data["documents"][0]["label"] = "top_secret"
     p.write_text(json.dumps(data))

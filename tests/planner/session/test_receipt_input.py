@@ -79,7 +79,7 @@ def test_a_redacted_step_carries_unplanned_too(receipt_text, tmp_path):
 
 def test_a_device_as_a_settlement_receipt_or_corpus_is_refused():
     from planner.retrieval.errors import CorpusError
-    from planner.retrieval.jsonfile import read_json
+    from planner.io.jsonfile import read_json
 
     with pytest.raises(CorpusError, match="is a character device, not a corpus$"):
         read_json(os.devnull, limit=100, error=CorpusError, what="corpus")
