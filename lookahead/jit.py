@@ -75,6 +75,7 @@ __all__ = [
     "compiled",
     "will_compile",
     "python_only",
+    "forced",
     "announce",
     "quiet",
     "tier_for",
@@ -483,6 +484,16 @@ def python_only():
         yield
     finally:
         _FORCED[0] -= 1
+
+
+def forced() -> bool:
+    """True inside :func:`python_only`: every kernel runs in the Python tier, and nothing should switch tiers.
+
+    >>> with python_only():
+    ...     forced()
+    True
+    """
+    return bool(_FORCED[0])
 
 
 def _roots(modules) -> list:

@@ -240,6 +240,7 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
+from lookahead import jit
 from lookahead.jit import _as_records, kernel
 
 from lookahead.core import (
@@ -298,11 +299,12 @@ _OK = 0  # finished
 _CAP = 1  # stopped at the node cap
 _GROW_NODES = 2  # stopped at a node's entry: the node table needs room
 _GROW_LEAVES = 3  # stopped at a node's entry: the leaf table needs room
+_PAUSE = 4  # stopped at a node's entry: past ``st[_ST_PAUSE]`` nodes (the Python tier's allowance, expectimax)
 
 # indices into the kernel's stats array (int64) and its float results
 (_ST_NODES, _ST_HITS, _ST_NODE_ENTRIES, _ST_LEAF_ENTRIES, _ST_CAPACITY, _ST_PRUNED, _ST_STATUS,
- _ST_LEV, _ST_MERGED, _ST_NOOPS, _ST_CERTAIN, _ST_REUSED) = range(12)
-_N_STATS = 12
+ _ST_LEV, _ST_MERGED, _ST_NOOPS, _ST_CERTAIN, _ST_REUSED, _ST_PAUSE) = range(13)
+_N_STATS = 13
 _FST_VALUE, _FST_TREE = 0, 1
 
 
@@ -625,8 +627,9 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
             support, skip_noops, skip_certain, xm):
     """Run the depth-first search from the state in ``st``/``fst`` until it ends or a table needs room.
 
-    Returns :data:`_OK`, :data:`_CAP`, or :data:`_GROW_NODES` / :data:`_GROW_LEAVES`: the state is saved
-    (always at the entry of a node, before any of its work), the caller grows that table and calls again.
+    Returns :data:`_OK`, :data:`_CAP`, or :data:`_GROW_NODES` / :data:`_GROW_LEAVES` / :data:`_PAUSE`: the
+    state is saved (always at the entry of a node, before any of its work), the caller grows that table (or
+    switches tiers) and calls again.
     Every array the loop touches is bound once here and only indexed inside it: an array passed to
     a function, reassigned or sliced in the loop costs reference counting at every node.
     """
@@ -655,6 +658,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     noops = st[_ST_NOOPS]
     certain = st[_ST_CERTAIN]
     reused = st[_ST_REUSED]
+    pause_at = st[_ST_PAUSE]  # -1: never
     ns = nsup[lev]
     per_node = 2 if merge else 1  # merging stores a node under its equivalence key and its pairs' key
     status = _OK
@@ -672,6 +676,9 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                 break
             if memo and r <= 1 and 4 * (n_leaf_entries + n_slots) > 3 * leaf_tab.shape[0]:
                 status = _GROW_LEAVES
+                break
+            if pause_at >= 0 and nodes > pause_at:  # saved like a growth stop: the search goes on from here
+                status = _PAUSE
                 break
             entering = False
             n = lev  # the pairs below the root, in observation order (see the module docstring)
@@ -1113,12 +1120,26 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     are arguments, not globals read from lookahead.core, so a cached kernel
     never keeps a stale constant of another module.
 
-    Allocates the work buffers and the tables, then runs :func:`_search`,
-    doubling a table whenever the search stops for room.
+    Allocates the work buffers and the tables (:func:`_setup`), then runs :func:`_search`,
+    doubling a table whenever the search stops for room (:func:`_drive`).
 
     Returns ``(value, risk, expected float64[O], tree_nodes, stats int64[_N_STATS],
     nodes NODE_SLOT[C1], leaves LEAF_SLOT[C2])``.
     """
+    state, nodes_tab, leaf_tab, st, fst = _setup(belief, outcome_of, spent, root_mask, depth, lik, n_outcomes,
+                                                 loss, facts, n_values, capacity, support)
+    st[_ST_PAUSE] = -1
+    nodes_tab, leaf_tab = _drive(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost,
+                                 limits_tol, penalty, zob, depth_key, tie, prune, memo, max_nodes, merge, support,
+                                 skip_noops, skip_certain, xm, state, nodes_tab, leaf_tab)
+    bufs = state[0]  # bufs[3]: risk per level, bufs[28]: expected (see _setup)
+    return fst[_FST_VALUE], bufs[3][0], bufs[28], fst[_FST_TREE], st, nodes_tab, leaf_tab
+
+
+@kernel(inline="always")
+def _setup(belief, outcome_of, spent, root_mask, depth, lik, n_outcomes, loss, facts, n_values, capacity, support):
+    """The search's buffers and empty tables at the root: ``((bufs, neutral, mentioned, n_slots), nodes, leaves,
+    stats, float stats)`` (:func:`_expectimax`; :func:`expectimax` calls it alone to start in the Python tier)."""
     O = outcome_of.shape[0]
     S = belief.shape[0]
     D = spent.shape[0]
@@ -1198,6 +1219,19 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     st = np.zeros(_N_STATS, dtype=INT)
     st[_ST_NODES] = 1
     fst = np.full(2, np.nan, dtype=FLOAT)
+    return (bufs, neutral, mentioned, n_slots), nodes_tab, leaf_tab, st, fst
+
+
+@kernel(writable=("belief", "spent", "admitted"))
+def _drive(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob,
+           depth_key, tie, prune, memo, max_nodes, merge, support, skip_noops, skip_certain, xm, state, nodes_tab,
+           leaf_tab):
+    """Run :func:`_search` from the state `state`, `st`, `fst` (:func:`_setup`'s, or a paused run's), growing a
+    table whenever it stops for room, until it ends, stops at its cap or pauses (``st[_ST_STATUS]``).
+
+    Returns ``(nodes, leaves)``, the tables (grown ones are new arrays).
+    """
+    bufs, neutral, mentioned, n_slots = state
     while True:
         status = _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol,
                          penalty, zob, depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab,
@@ -1209,12 +1243,12 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
         else:
             break
     st[_ST_CAPACITY] = nodes_tab.shape[0] + leaf_tab.shape[0]
-    return fst[_FST_VALUE], risk[0], expected, fst[_FST_TREE], st, nodes_tab, leaf_tab
+    return nodes_tab, leaf_tab
 
 
 def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts, cost,
                limits, penalty, n_values, *, prune=True, memo=True, max_nodes=None, merge=None, support=None,
-               skip_noops=True, certain=True, exact=None) -> SearchResult:
+               skip_noops=True, certain=True, exact=None, python_nodes=None) -> SearchResult:
     """Depth-`depth` memoised expectimax from one root node.
 
     Parameters
@@ -1267,6 +1301,14 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
         is given its V* instead of being searched (module docstring, "Exact
         entries"; counted in ``SearchResult.reused``). The value is then still
         the expected loss of a real plan, at most V_d and at least V*.
+    python_nodes : int, optional
+        Where this module's kernels are still in the Python tier (and not held
+        there by :func:`lookahead.jit.python_only`): run the search in Python
+        for at most this many nodes, and past them switch the module to the
+        compiled tier and go on from the node where it paused (the state is
+        saved at a node's entry, as when a table grows): one search, the same
+        nodes in the same order, so the same result bit for bit, whichever
+        tier finished it. None: run in the module's current tier.
 
     Returns
     -------
@@ -1320,14 +1362,19 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
     nonneg = bool((np.asarray(penalty) >= 0.0).all())
     skip_noops = skip_noops and (sparse or _constant_somewhere(lik, n_outcomes))
     limits_tol = np.asarray(limits, dtype=FLOAT) + BUDGET_TOL
-    out = _expectimax(
-        np.ascontiguousarray(belief, dtype=FLOAT), np.ascontiguousarray(outcome_of, dtype=INT),
-        np.ascontiguousarray(spent, dtype=FLOAT), np.ascontiguousarray(root_mask, dtype=np.bool_),
-        np.ascontiguousarray(admitted, dtype=np.bool_), depth, lik, n_outcomes, loss, facts, cost,
-        limits_tol, penalty, int(n_values), zob, dk, TIE, bool(prune), bool(memo),
-        int(max_nodes), INITIAL_CAPACITY, bool(merge), bool(support), bool(prune and skip_noops and nonneg),
-        bool(prune and certain and nonneg), _exact_args(exact, memo))
-    value, risk, expected, tree, stats, node_tab, leaf_tab = out
+    root_args = (np.ascontiguousarray(belief, dtype=FLOAT), np.ascontiguousarray(outcome_of, dtype=INT),
+                 np.ascontiguousarray(spent, dtype=FLOAT), np.ascontiguousarray(root_mask, dtype=np.bool_),
+                 np.ascontiguousarray(admitted, dtype=np.bool_))
+    switches = (bool(merge), bool(support), bool(prune and skip_noops and nonneg), bool(prune and certain and nonneg))
+    xm = _exact_args(exact, memo)
+    if python_nodes is not None and not jit.forced() and not jit.compiled([__name__]):
+        value, risk, expected, tree, stats, node_tab, leaf_tab = _python_first(
+            int(python_nodes), root_args, depth, lik, n_outcomes, loss, facts, cost, limits_tol, penalty,
+            int(n_values), zob, dk, bool(prune), bool(memo), int(max_nodes), switches, xm)
+    else:
+        value, risk, expected, tree, stats, node_tab, leaf_tab = _expectimax(
+            *root_args, depth, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, int(n_values), zob, dk, TIE,
+            bool(prune), bool(memo), int(max_nodes), INITIAL_CAPACITY, *switches, xm)
     if stats[_ST_STATUS] == _CAP:
         # to the depth bound, every node the search completed has its V* (module docstring, "Exact entries")
         kept = ExactMemo((node_tab, leaf_tab), zob, dk, depth, root) if depth == bound and memo else None
@@ -1339,6 +1386,31 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
                         table=(node_tab, leaf_tab), zobrist=zob, depth_keys=dk, merged=int(stats[_ST_MERGED]),
                         noops=int(stats[_ST_NOOPS]), certain=int(stats[_ST_CERTAIN]), reused=int(stats[_ST_REUSED]),
                         exact=exact)
+
+
+def _python_first(allowance, root_args, depth, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, n_values,
+                  zob, dk, prune, memo, max_nodes, switches, xm):
+    """:func:`_expectimax` in the Python tier for at most `allowance` nodes, then, where it paused, compiled.
+
+    The Python tier's :func:`_setup` builds the state, :func:`_drive` runs it with ``st[_ST_PAUSE]`` set; a
+    pause saves the state at a node's entry (as a table's growth does), so the compiled :func:`_drive` goes on
+    from there with the same arrays: the rest of the same search.
+    """
+    belief, outcome_of, spent, root_mask, admitted = root_args
+    merge, support, skip_noops, skip_certain = switches
+    state, node_tab, leaf_tab, st, fst = _setup(belief, outcome_of, spent, root_mask, depth, lik, n_outcomes, loss,
+                                                facts, n_values, INITIAL_CAPACITY, support)
+    st[_ST_PAUSE] = max(1, allowance)
+    rest = (depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob, dk, TIE,
+            prune, memo, max_nodes, merge, support, skip_noops, skip_certain, xm, state)
+    node_tab, leaf_tab = _drive(st, fst, *rest, node_tab, leaf_tab)
+    if st[_ST_STATUS] == _PAUSE:
+        jit.ensure_compiled([__name__])
+        st[_ST_PAUSE] = -1
+        # the tables as plain structured arrays, as the compiled tier makes them (one signature of _drive)
+        node_tab, leaf_tab = _drive(st, fst, *rest, node_tab.view(NODE_SLOT), leaf_tab.view(LEAF_SLOT))
+    bufs = state[0]
+    return fst[_FST_VALUE], bufs[3][0], bufs[28].copy(), fst[_FST_TREE], st, node_tab, leaf_tab
 
 
 # (record-dtype views, as lookahead.jit hands structured arrays to the Python tier: inside a tuple it does not)

@@ -168,7 +168,7 @@ class Node:
     def search(self, depth: int, **options):
         """:func:`lookahead.search.expectimax` from this node to `depth` (its eligible observations at the root).
 
-        `options` are expectimax's (``max_nodes``, ``prune``, ``memo``); it raises
+        `options` are expectimax's (``max_nodes``, ``prune``, ``memo``, ``python_nodes``); it raises
         :class:`lookahead.search.SearchCapExceeded` past the cap.
 
         >>> import planner
@@ -177,7 +177,8 @@ class Node:
         (1.1925, 1.1925)
         """
         c = self.compiled
-        prepare_search(self, depth, options.get("max_nodes"))  # plain Python when small (lookahead.jit), else compiled
+        # plain Python when small (lookahead.jit), else compiled; with python_nodes, Python until that many nodes
+        prepare_search(self, depth, options.get("max_nodes"), python_first=options.get("python_nodes") is not None)
         return expectimax(self.belief, self.outcome_of, self.spent, self.eligible, self.admission.admitted, depth,
                           c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values, **options)
 

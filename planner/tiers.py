@@ -12,6 +12,16 @@ milliseconds and nothing is compiled. Above :data:`lookahead.jit.PYTHON_WORK`
 (counted over the whole process) the search kernels are compiled, after one
 line on stderr. The per-node kernels (:mod:`lookahead.core`) are decided
 apart, on :func:`node_work`.
+
+The estimate counts sets of pairs, not what memoisation and pruning leave, so
+it sends searches of a few thousand nodes to the compiled tier. The bounded
+policy's exhaustive search therefore does not ask it: it runs in the Python
+tier for :data:`PYTHON_SEARCH_WORK` work units (:func:`python_nodes`) and,
+only where it needs more, switches the search kernels and goes on compiled
+from the node where it paused (:func:`lookahead.search.expectimax`,
+``python_nodes``): one search, the same nodes in the same order, so the same
+decision whichever tier finished it. Its later phases are decided on the
+estimate, as before.
 """
 
 from __future__ import annotations
@@ -20,12 +30,21 @@ import numpy as np
 
 from lookahead import jit
 
-__all__ = ["KERNEL_MODULES", "SEARCH_MODULES", "search_work", "node_work", "prepare_search"]
+__all__ = ["KERNEL_MODULES", "SEARCH_MODULES", "PYTHON_SEARCH_WORK", "search_work", "node_work", "prepare_search",
+           "python_nodes"]
 
 #: The kernel modules the planner runs (what ``planner warm`` compiles).
 KERNEL_MODULES = ("lookahead.core", "lookahead.search", "lookahead.bounded")
 #: The search kernels (compiled together when a search's work pays for it).
 SEARCH_MODULES = ("lookahead.search", "lookahead.bounded")
+#: Work units (state-operations) a bounded decision's exhaustive search runs in the Python tier before it switches
+#: to the compiled one and goes on from where it paused (:func:`python_nodes`; the same search, the same bits).
+#: Measured 2026-12-03 on the shared 2-core machine (load about 2): the Python tier ran 1.15-1.2 million units per
+#: CPU second (8x12 chain-3 seeds 1 and 3: 1.52 million units in 1.3 s, 12.5 million in 10.9 s), and a process's
+#: first compiled call costs about 0.8 s of CPU with a warm cache (numba's import 0.2 s, its code generator's
+#: set-up 0.6 s; loading the search kernel itself 0.05 s). 250,000 units is about 0.2 s of Python: a search past
+#: it pays at most that on top of the compiled tier's fixed cost, one within it saves the whole 0.8 s.
+PYTHON_SEARCH_WORK = 250_000
 
 
 def search_work(node, depth: int | None = None, cap: int | None = None) -> float:
@@ -72,7 +91,21 @@ def node_work(node) -> float:
     return float(len(c.obs_names) * c.lik.shape[1] * c.n_states * (c.loss.shape[0] + 1))
 
 
-def prepare_search(node, depth: int | None = None, cap: int | None = None) -> str:
+def python_nodes(node, work: float | None = None) -> int:
+    """The nodes of a depth-first search from `node` that `work` state-operations (default
+    :data:`PYTHON_SEARCH_WORK`) pay for in the Python tier.
+
+    >>> import planner
+    >>> python_nodes(planner.Session(planner.load_domain("payment_release")).node)   # 28 state-operations a node
+    8928
+    """
+    work = PYTHON_SEARCH_WORK if work is None else work
+    c = node.compiled
+    per_node = c.n_states * (c.loss.shape[0] + c.lik.shape[1] * len(c.obs_names))
+    return max(1, int(work // per_node))
+
+
+def prepare_search(node, depth: int | None = None, cap: int | None = None, *, python_first: bool = False) -> str:
     """The tier for a search from `node`: ``"python"``, or ``"compiled"`` after switching the search kernels.
 
     The per-node kernels (:mod:`lookahead.core`) and the searches
@@ -88,4 +121,6 @@ def prepare_search(node, depth: int | None = None, cap: int | None = None) -> st
     ('python', 'python')
     """
     jit.prepare(node_work(node), ("lookahead.core",))
+    if python_first:  # the search decides itself, past its Python allowance (lookahead.search.expectimax)
+        return "compiled" if jit.compiled(SEARCH_MODULES[:1]) else "python"
     return jit.prepare(search_work(node, depth, cap), SEARCH_MODULES)

@@ -159,7 +159,7 @@ from planner.node import Decision
 from planner.policies.base import Policy, pick_best, positive_int
 from planner.policies.onestep import one_step_table
 from planner.policies.plans import named_plan, plan_text
-from planner.tiers import prepare_search
+from planner.tiers import prepare_search, python_nodes
 
 __all__ = ["Bounded", "DEFAULT_WORK", "EXHAUSTIVE_SHARE", "RESUME_SHARE", "DEEPENING_SHARE", "BEST_FIRST_UNIT",
            "TABLE_UNIT",
@@ -352,8 +352,8 @@ class Bounded(Policy):
         cap = allowance // unit
         if cap < 1:
             return None, _phase("exhaustive", 0, unit, False), None
-        try:
-            ex = node.search(len(node.compiled.obs_names), max_nodes=cap)
+        try:  # in the Python tier up to its allowance, then compiled: the same search either way (planner.tiers)
+            ex = node.search(len(node.compiled.obs_names), max_nodes=cap, python_nodes=python_nodes(node))
         except SearchCapExceeded as stop:  # it stopped before expanding node cap + 1; what it completed is V*
             return None, _phase("exhaustive", cap, unit, False), (stop.memo if self.share else None)
         return ex, _phase("exhaustive", ex.nodes, unit, True, (ex,)), None
@@ -408,12 +408,15 @@ class Bounded(Policy):
         c = node.compiled
         budget = self.budget
         dfs_unit, bf_unit = node_work(c)
-        prepare_search(node, cap=budget // dfs_unit)  # plain Python below the tier threshold (lookahead.jit)
         phases = []
         memo = None
+        ex = None
         if self.exhaustive_first:
             ex, ph, memo = self._exhaustive(node, int(budget * EXHAUSTIVE_SHARE), dfs_unit)
             phases.append(ph)
+        if ex is None:  # the later phases: plain Python below the tier threshold (lookahead.jit), else compiled
+            prepare_search(node, cap=budget // dfs_unit)
+        if self.exhaustive_first:
             if ex is None and memo is not None:
                 ex, ph, memo = self._resume(node, memo, int(budget * RESUME_SHARE), dfs_unit)
                 if ph is not None:

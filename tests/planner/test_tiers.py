@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -65,3 +66,44 @@ def test_the_seed_run_from_an_empty_kernel_cache_compiles_nothing_and_says_nothi
     assert r.stderr == ""
     assert "stop: HOLD" in r.stdout and r.stdout.rstrip().endswith("numba imported: False")
     assert list(cache.iterdir()) == []
+
+
+_SWITCH = """
+import json, sys
+import planner, planner.tiers as tiers
+from lookahead import jit
+from planner.generators import benchmark_domain
+from planner.policies.bounded import Bounded
+
+n_obs, states, seed, allowance = (int(a) for a in sys.argv[1:5])
+tiers.PYTHON_SEARCH_WORK = allowance
+node = planner.Session(planner.Domain.from_dict(benchmark_domain(n_obs, states, seed=seed, chain=2))).node
+
+
+def decided():
+    d = Bounded(work=2_000_000).decide(node)
+    i = d.info
+    return {"observe": d.observe, "interval": i["interval"], "certified": i["certified"], "phases": i["phases"],
+            "plan": i["plan"], "tables": [(r.status, r.extra) for r in d.candidates]}
+
+
+with jit.python_only():
+    python = decided()
+auto = decided()  # the Python tier first, then, past the allowance, the same search compiled
+switched = jit.compiled(["lookahead.search"])
+print(json.dumps({"python": python, "auto": auto, "compiled": decided(), "switched": switched}))
+"""
+
+
+@settings(max_examples=5, deadline=None)
+@given(n_obs=st.integers(4, 8), states=st.sampled_from([4, 8]), seed=st.integers(0, 10_000),
+       allowance=st.sampled_from([1, 3_000, 30_000, 10**9]))
+def test_a_search_that_switches_tiers_midway_decides_as_either_tier_alone(n_obs, states, seed, allowance):
+    # a fresh process: the suite itself runs compiled (conftest), and a switch happens once per process
+    r = subprocess.run([sys.executable, "-c", _SWITCH, str(n_obs), str(states), str(seed), str(allowance)],
+                       capture_output=True, text=True, cwd=ROOT, env=os.environ)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["auto"] == out["python"] == out["compiled"]
+    if allowance == 10**9:
+        assert not out["switched"]  # the whole search fit the Python tier's allowance: nothing compiled
