@@ -642,7 +642,7 @@ def studentized_interval(x, *, level: float = 0.90, n_boot: int = 2000, seed: in
     `n_boot` resamples (``numpy.random.default_rng(seed)``, with replacement)
     gives ``t* = (m* - m) / se*``; the interval is ``(m - t*_hi se, m -
     t*_lo se)``, ``t*_lo, t*_hi`` the ``(1 -/+ level) / 2`` quantiles of
-    ``t*`` (linear interpolation). A resample whose values are all equal has
+    ``t*`` (the outer order statistics: no interpolation). A resample whose values are all equal has
     ``se* = 0``: its ``t*`` is ``+/-inf`` by the sign of ``m* - m`` (0 when
     equal), kept rather than dropped (dropping them would shorten the
     tails), so a sample this lumpy can give an infinite end. scipy's
@@ -690,7 +690,9 @@ def studentized_interval(x, *, level: float = 0.90, n_boot: int = 2000, seed: in
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(se_b > 0.0, diff / np.where(se_b > 0.0, se_b, 1.0), np.sign(diff) * np.inf)
     t = np.nan_to_num(t, nan=0.0, posinf=np.inf, neginf=-np.inf)
-    t_lo, t_hi = np.percentile(t, [50.0 * (1.0 - level), 50.0 * (1.0 + level)])
+    # the outer order statistics, not interpolated: no inf - inf between two infinite t*, and never narrower
+    t_lo = np.percentile(t, 50.0 * (1.0 - level), method="lower")
+    t_hi = np.percentile(t, 50.0 * (1.0 + level), method="higher")
     return (m - float(t_hi) * se, m - float(t_lo) * se)
 
 
