@@ -787,7 +787,9 @@ def cut_bounds(node) -> tuple:
 
     Upper: ``b . L(u0) + TIE`` plus a bound on the penalties still payable,
     u0 the best under ``b`` of the actions with no ``requires`` (permitted at
-    every node: no evidence gates them), else ``sum_s b(s) max_u L(u, s)``.
+    every node: ``lookahead.core`` holds an absent expression true), else ``sum_s b(s) max_u L(u, s)``
+    (valid where some action is permitted at every leaf; at a leaf with none ``R`` is infinite and no
+    finite bound holds, for any cut).
     At every leaf the policy's decision loss is ``R = min`` over the
     permitted actions of the posterior loss, within :data:`TIE` (the first
     of the tied actions), so ``R(leaf) <= b_leaf . L(u0) + TIE``; the
