@@ -841,7 +841,7 @@ def _knapsack(value, weight, room: float) -> float:
     for k in np.argsort(-v / w, kind="stable"):
         if room <= 0.0:
             break
-        take = min(1.0, room / w[k])
+        take = min(1.0, room / float(w[k]))
         total += take * float(v[k])
         room -= take * float(w[k])
     return total
