@@ -124,6 +124,7 @@ __all__ = [
     "TimedPolicy",
     "EvaluationCapped",
     "loss_bounds",
+    "cut_bounds",
     "policy_tree",
     "weighted_quantile",
     "search_nodes",
@@ -712,20 +713,25 @@ def measure_mc(compiled, admission, policy, states, uniforms, *, audit, none_act
 
 
 def loss_bounds(compiled, policy, caller=None, *, max_nodes: int, work_cap: int) -> tuple:
-    """``(lower, upper)`` bounds on `policy`'s expected total loss, from its tree evaluated up to the caps.
+    """``(lower, upper)`` bounds on `policy`'s expected total loss, from its tree decided up to the caps.
 
-    The walk of :func:`planner.evaluation.evaluate.fold_policy_tree` (the policy's own
-    choices through every outcome of positive probability, memoised on the
-    node), with interval values: a stop is exact (``R(n)``), an acquisition is
-    its penalty plus the probability-weighted intervals of its children. Once
-    `max_nodes` distinct nodes are decided, or their decisions have searched
-    more than `work_cap` nodes (:func:`search_nodes`), every node not yet
-    decided is bounded without asking the policy: no policy loses less than
-    ``sum_s b(s) min_u L(u, s)`` (penalties are >= 0) nor more than
-    ``sum_s b(s) max_u L(u, s)`` plus the penalties of every observation not
-    yet taken (each is acquired at most once). Both caps are counts, so the
-    bounds are the same on every machine; where nothing is capped the two
-    bounds are equal and are the exact value.
+    The policy's own tree (its choices through every outcome of positive
+    probability, :func:`planner.evaluation.evaluate.policy_children`) is
+    expanded best first: the undecided node with the largest ``P(reach) x
+    (upper - lower)`` of its :func:`cut_bounds` is decided next (ties in
+    the order reached), until `max_nodes` nodes are decided or their
+    decisions have searched more than `work_cap` nodes (:func:`search_nodes`).
+    The expected loss is a sum over the tree: ``P(reach) x R(n)`` at a
+    stop, ``P(reach) x penalty(o)`` at an acquisition, and for the subtree
+    below an undecided node its reach probability times its expected loss
+    from there, which :func:`cut_bounds` bounds. So the bounds hold for any
+    order of expansion; the best-first order only makes them tight where the
+    probability is (the caps cut a policy tree of thousands of leaves, most
+    of them improbable). A policy's decision is a function of the node alone
+    (:class:`~planner.policies.base.Policy`), so deciding the nodes in
+    another order than the evaluation's changes nothing. Both caps are
+    counts, so the bounds are the same on every machine; where nothing is
+    capped the two bounds are equal and are the exact value.
 
     >>> import planner
     >>> c = planner.compile_domain(planner.load_domain("payment_release"))
@@ -736,37 +742,106 @@ def loss_bounds(compiled, policy, caller=None, *, max_nodes: int, work_cap: int)
     >>> lo < 1.1925 < up
     True
     """
-    from lookahead.layout import NOT_TAKEN
+    import heapq
+
     from planner.evaluation.evaluate import policy_children
     from planner.session.session import Session
 
     s = Session(compiled, policy, caller=caller)
     c = s.compiled
-    least, most = c.loss.min(axis=0), c.loss.max(axis=0)
-    memo: dict = {}
-    work = [0]
+    heap: list = []
+    order = 0
+    exact = 0.0  # the decided part of the sum: stops' risks and acquisitions' penalties, times reach
 
-    def trivial(node) -> tuple:
-        left = (node.outcome_of == NOT_TAKEN) & node.admission.admitted
-        return float(node.belief @ least), float(node.belief @ most) + float(c.penalty[left].sum())
+    def push(node, prob):
+        nonlocal order
+        lo, up = cut_bounds(node)
+        heapq.heappush(heap, (-prob * (up - lo), order, prob, lo, up, node))
+        order += 1
 
-    def visit(node) -> tuple:
-        hit = memo.get(node.key)
-        if hit is not None:
-            return hit
-        if len(memo) >= max_nodes or work[0] > work_cap:
-            return trivial(node)
+    push(s.node, 1.0)
+    decided = work = 0
+    while heap and decided < max_nodes and work <= work_cap:
+        _, _, prob, _, _, node = heapq.heappop(heap)
         d = policy.decide(node)
-        work[0] += search_nodes(node, d)
+        decided += 1
+        work += search_nodes(node, d)
         if d.observe is None:
-            out = (node.risk, node.risk)
-        else:
-            lo = up = float(c.penalty[d.observe])
-            for _, z, child in policy_children(node, d.observe, policy.spec):
-                a, b = visit(child)
-                lo, up = lo + z * a, up + z * b
-            out = (lo, up)
-        memo[node.key] = out
-        return out
+            exact += prob * node.risk
+            continue
+        exact += prob * float(c.penalty[d.observe])
+        for _, z, child in policy_children(node, d.observe, policy.spec):
+            push(child, prob * z)
+    lo = exact + sum(prob * a for _, _, prob, a, _, _ in heap)
+    up = exact + sum(prob * b for _, _, prob, _, b, _ in heap)
+    return lo, up
 
-    return visit(s.node)
+
+def cut_bounds(node) -> tuple:
+    """``(lower, upper)`` bounds on any policy's expected total loss from `node` on, without asking it.
+
+    Lower: ``sum_s b(s) min_u L(u, s)``. Whatever the policy does, its
+    final action u at a leaf loses at least ``min_u L(u, s)`` in every
+    state, the leaves' beliefs average to ``b`` (Bayes), and penalties are
+    >= 0.
+
+    Upper: ``b . L(u0) + TIE`` plus a bound on the penalties still payable,
+    u0 the best under ``b`` of the actions with no ``requires`` (permitted at
+    every node: ``lookahead.core`` holds an absent expression true), else ``sum_s b(s) max_u L(u, s)``
+    (valid where some action is permitted at every leaf; at a leaf with none ``R`` is infinite and no
+    finite bound holds, for any cut).
+    At every leaf the policy's decision loss is ``R = min`` over the
+    permitted actions of the posterior loss, within :data:`TIE` (the first
+    of the tied actions), so ``R(leaf) <= b_leaf . L(u0) + TIE``; the
+    leaves' beliefs average to ``b``, so the expected decision loss is at
+    most ``b . L(u0) + TIE``. Stopping at `node` would not be a bound: the
+    policy may go on and pay more than it saves. Penalties: the policy
+    acquires each observation at most once, only one not yet taken and
+    admitted, and each acquisition must be affordable when made, so the
+    set T it acquires from here satisfies ``spent + sum_T cost <= limits +
+    BUDGET_TOL`` in every dimension (costs are >= 0). The penalty of T is at
+    most the least, over the plain sum and every finite-limit dimension,
+    of that dimension's fractional knapsack (a linear-programming
+    relaxation: take the observations in decreasing penalty per unit of
+    cost, the last one in part).
+
+    >>> import planner
+    >>> n = planner.Session(planner.load_domain("payment_release")).node
+    >>> lo, up = cut_bounds(n)
+    >>> lo <= n.risk <= up
+    True
+    """
+    from lookahead.core import BUDGET_TOL, TIE
+    from lookahead.layout import NOT_TAKEN
+
+    c = node.compiled
+    b = node.belief
+    lo = float(b @ c.loss.min(axis=0))
+    free = np.asarray(c.facts.action_req) == NO_EXPR
+    decision = float((c.loss[free] @ b).min()) + TIE if free.any() else float(b @ c.loss.max(axis=0))
+    left = (node.outcome_of == NOT_TAKEN) & node.admission.admitted & node.affordable
+    pen = np.asarray(c.penalty)[left]
+    cost = np.asarray(c.cost)[left]
+    payable = float(pen.sum())
+    for d in np.flatnonzero(np.isfinite(c.limits)):
+        room = float(c.limits[d] - node.spent[d] + BUDGET_TOL)
+        payable = min(payable, _knapsack(pen, cost[:, d], room))
+    return lo, decision + payable
+
+
+def _knapsack(value, weight, room: float) -> float:
+    """The fractional knapsack's optimum (an upper bound on the 0/1 one): ``value, weight >= 0``.
+
+    >>> _knapsack(np.array([3.0, 2.0, 1.0]), np.array([1.0, 2.0, 0.0]), 2.0)
+    5.0
+    """
+    free = weight <= 0.0
+    total = float(value[free].sum())
+    v, w = value[~free], weight[~free]
+    for k in np.argsort(-v / w, kind="stable"):
+        if room <= 0.0:
+            break
+        take = min(1.0, room / float(w[k]))
+        total += take * float(v[k])
+        room -= take * float(w[k])
+    return total

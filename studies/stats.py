@@ -17,6 +17,9 @@ The third edition (issue 24) adds:
 
 - :func:`bca_interval`: the bias-corrected and accelerated (BCa) bootstrap
   interval for a mean (Efron 1987), acceleration from the jackknife;
+- :func:`studentized_interval`: the studentised (bootstrap-t) interval for a
+  mean (Efron and Tibshirani 1993, ch. 12), the other second-order-accurate
+  bootstrap, measured beside BCa on the study's own gains;
 - :func:`benjamini_hochberg`: Benjamini-Hochberg adjusted p-values (false
   discovery rate across the selection map's cells);
 - :func:`interval_coverage`: an interval method's coverage measured by
@@ -52,6 +55,7 @@ __all__ = [
     "holm",
     "interval_coverage",
     "sign_flip_test",
+    "studentized_interval",
     "normalized_regret",
     "wilcoxon_signed_rank",
 ]
@@ -631,6 +635,67 @@ def _bca_from(boot: np.ndarray, theta: float, accel: float, level: float) -> tup
     return (out[0], out[1])
 
 
+def studentized_interval(x, *, level: float = 0.90, n_boot: int = 2000, seed: int = 0) -> tuple:
+    """The studentised (bootstrap-t) interval ``(low, high)`` for the mean of `x` (seeded).
+
+    With ``m`` the mean and ``se = sd / sqrt(n)`` (``ddof=1``), each of
+    `n_boot` resamples (``numpy.random.default_rng(seed)``, with replacement)
+    gives ``t* = (m* - m) / se*``; the interval is ``(m - t*_hi se, m -
+    t*_lo se)``, ``t*_lo, t*_hi`` the ``(1 -/+ level) / 2`` quantiles of
+    ``t*`` (the outer order statistics: no interpolation). A resample whose values are all equal has
+    ``se* = 0``: its ``t*`` is ``+/-inf`` by the sign of ``m* - m`` (0 when
+    equal), kept rather than dropped (dropping them would shorten the
+    tails), so a sample this lumpy can give an infinite end. scipy's
+    ``bootstrap`` has no studentised method; this is the textbook estimator
+    (Efron and Tibshirani 1993, eq. 12.22). A sample whose values are all
+    equal has the degenerate interval ``(x0, x0)``.
+
+    Parameters
+    ----------
+    x : array_like(float)
+        One value per independent unit (a case); NaN is refused.
+    level : float
+        Two-sided confidence level in (0, 1).
+    n_boot : int
+    seed : int
+
+    Returns
+    -------
+    (float, float)
+
+    Examples
+    --------
+    >>> lo, hi = studentized_interval([0.1, 0.4, 0.2, 1.5, 0.3, 0.0, 0.2], seed=1)
+    >>> bool(lo < 0.3857 < hi)
+    True
+    >>> studentized_interval([2.0, 2.0, 2.0])
+    (2.0, 2.0)
+    """
+    a = _as_1d(x, "x")
+    if a.size < 2:
+        raise ValueError(f"studentized_interval needs at least two values, got {a.size}")
+    if np.isnan(a).any():
+        raise ValueError("studentized_interval: x holds NaN")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    if np.all(a == a[0]):
+        return (float(a[0]), float(a[0]))
+    n = a.size
+    m = float(a.mean())
+    se = float(a.std(ddof=1)) / math.sqrt(n)
+    rng = np.random.default_rng(seed)
+    draws = a[rng.integers(0, n, size=(int(n_boot), n))]
+    diff = draws.mean(axis=1) - m
+    se_b = draws.std(axis=1, ddof=1) / math.sqrt(n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(se_b > 0.0, diff / np.where(se_b > 0.0, se_b, 1.0), np.sign(diff) * np.inf)
+    t = np.nan_to_num(t, nan=0.0, posinf=np.inf, neginf=-np.inf)
+    # the outer order statistics, not interpolated: no inf - inf between two infinite t*, and never narrower
+    t_lo = np.percentile(t, 50.0 * (1.0 - level), method="lower")
+    t_hi = np.percentile(t, 50.0 * (1.0 + level), method="higher")
+    return (m - float(t_hi) * se, m - float(t_lo) * se)
+
+
 def benjamini_hochberg(p_values) -> np.ndarray:
     r"""Benjamini-Hochberg adjusted p-values (q-values), in the order given.
 
@@ -686,7 +751,8 @@ def interval_coverage(sample, n: int, *, method: str = "bca", level: float = 0.9
     `sample`'s empirical distribution is the population (its mean the
     truth): `reps` samples of `n` values are drawn from it with replacement
     (seeded), each gets a `level` interval from `method` (``"bca"``,
-    :func:`bca_interval`; ``"percentile"``, the plain percentile bootstrap),
+    :func:`bca_interval`; ``"studentized"``, :func:`studentized_interval`;
+    ``"percentile"``, the plain percentile bootstrap),
     and the share of intervals that contain the truth is the coverage. A
     draw whose values are all equal counts as covering only if it equals the
     truth.
@@ -706,8 +772,8 @@ def interval_coverage(sample, n: int, *, method: str = "bca", level: float = 0.9
     pop = _as_1d(sample, "sample")
     if pop.size < 2 or np.isnan(pop).any():
         raise ValueError("interval_coverage needs at least two values and no NaN")
-    if method not in ("bca", "percentile"):
-        raise ValueError(f"method must be 'bca' or 'percentile', got {method!r}")
+    if method not in ("bca", "studentized", "percentile"):
+        raise ValueError(f"method must be 'bca', 'studentized' or 'percentile', got {method!r}")
     if n < 2:
         raise ValueError(f"n must be >= 2, got {n}")
     truth = float(pop.mean())
@@ -720,6 +786,8 @@ def interval_coverage(sample, n: int, *, method: str = "bca", level: float = 0.9
             continue
         if method == "bca":
             lo, hi = bca_interval(draw, level=level, n_boot=n_boot, seed=seed + 1 + r)
+        elif method == "studentized":
+            lo, hi = studentized_interval(draw, level=level, n_boot=n_boot, seed=seed + 1 + r)
         else:
             lo, hi = _percentile_interval(draw, level=level, n_boot=n_boot, seed=seed + 1 + r)
         hits += bool(lo <= truth <= hi)

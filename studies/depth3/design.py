@@ -37,8 +37,13 @@ ANCHORED = "anchored"
 NODE_MS = 2.3e-3
 
 #: Distinct policy-tree nodes and search nodes one policy's exact evaluation may use on one case (the
-#: second edition's caps, counts, never the clock). Past either the row keeps bounds on its loss and is
-#: flagged ``capped``.
+#: second edition's caps, counts, never the clock). Past either the row keeps bounds on its loss
+#: (:func:`studies.measure.loss_bounds`: the tree decided best first up to the same caps, the rest bounded
+#: by :func:`studies.measure.cut_bounds`) and is flagged ``capped``. Kept, not raised: on the 64 capped rows
+#: of the committed run (engine 2a14f40; 37 re-measured) the new bounds at these caps narrow the median width
+#: from 27.5 to 2.1 (largest upper bound 192 -> 21.9) at the same counts (docs/depth-study.md); a work cap of
+#: 20,000,000 made one root-bound row exact (s0/i014 ``bounded:auto:1``, 17 s) but cost 3.5x on another
+#: for a width of 7.2 instead of 9.2 (s1/i014 ``bounded:auto:1``, 48 s against 13 s): not worth it.
 EVAL_CAP = 30_000
 EVAL_WORK = 5_000_000
 

@@ -17,18 +17,21 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from studies.depth3.design import (ALPHA, ANCHORED, BASELINE, EVAL_CAP, EVAL_WORK, LEVEL, MIN_N, MIXES, N_BOOT,
                                    NODE_MS, PEER_MAX_SIMS, PEER_MS_PER_SIM, PRICES, SELECT_SEEDS, TEST_SEEDS)
-from studies.depth3.select import (Cases, coverage_table, load_rows, min_cases_for_verdict, mix_weights, out_of_sample,
-                                   peer_summary, policy_summary, reweighted, selection_map)
+from studies.depth3.select import (INTERVAL_METHODS, Cases, coverage_table, interval_rule, load_rows,
+                                   min_cases_for_verdict, mix_weights, out_of_sample, peer_summary, policy_summary,
+                                   reweighted, selection_map)
 
 __all__ = ["render_folder", "main", "OUTPUTS"]
 
 #: The files a run or a re-render writes (besides ``*.png``).
 OUTPUTS = ("cases.csv", "meta.json", "map.csv", "out_of_sample.csv", "coverage.csv", "peer.csv", "mixes.csv",
            "report.md")
-#: Policies whose pooled gains the coverage simulation resamples.
-COVERAGE_POLICIES = ("lookahead:2", "lookahead:3", "bounded", "hec", "blinkered-repeat")
+#: The sample sizes the coverage simulation draws (None: the pooled n itself).
+COVERAGE_NS = (10, 30, None)
 
 
 def _n(v, d: int = 3) -> str:
@@ -37,10 +40,24 @@ def _n(v, d: int = 3) -> str:
     return f"{round(v, d) + 0.0:+.{d}f}"  # + 0.0: no "-0.000"
 
 
-def _ci(lo, hi) -> str:
+def _ci(lo, hi, method=None, holds=None) -> str:
+    """An interval; with `method`, its name, and a mark where its measured coverage did not hold (or was not
+    measured): the rule of :func:`studies.depth3.select.interval_rule`."""
     if any(isinstance(x, float) and math.isnan(x) for x in (lo, hi)):
         return "-"
-    return f"[{_n(lo)}, {_n(hi)}]"
+    out = f"[{_n(lo)}, {_n(hi)}]"
+    if method is None:
+        return out
+    tag = {"bca": "BCa", "studentized": "t"}.get(method, method)
+    holds = None if holds is None or (isinstance(holds, float) and math.isnan(holds)) else str(holds) == "True"
+    return out + f" {tag}" + ("" if holds else " (coverage not held)" if holds is False else " (coverage not measured)")
+
+
+def _gain(pess, opt, capped) -> str:
+    """A mean gain; where capped rows enter it, both ends: the pessimistic end, then the optimistic one."""
+    if capped and not (isinstance(opt, float) and math.isnan(opt)) and abs(opt - pess) > 1e-12:
+        return f"{_n(pess)} .. {_n(opt)}"
+    return _n(pess)
 
 
 def _table(header, rows) -> list:
@@ -100,11 +117,17 @@ def render_folder(folder, plots: bool | None = None) -> list:
     rows = load_rows(folder / "cases.csv")
     cases = Cases(rows, meta["policies"])
     preview = meta.get("label") in ("preview", "quick")
-    smap = selection_map(cases, "select")
+    # the coverage first: it decides which interval every table prints (interval_rule)
+    gen = np.isin(cases.split, ["select", "test"])
+    pols = [p for p in cases.policies if p != BASELINE]
+    cov = coverage_table(cases, pols, ns=COVERAGE_NS, populations=("pessimistic",))
+    capped_pols = [p for p in pols if cases.capped[gen, cases.policies.index(p)].any()]
+    cov += coverage_table(cases, capped_pols, ns=COVERAGE_NS, populations=("optimistic",))
+    rule = interval_rule(cov)
+    smap = selection_map(cases, "select", rule=rule)
     oos = [r for split in ("test", "shipped", "outside") for r in out_of_sample(cases, smap, split)]
-    cov = coverage_table(cases, [p for p in COVERAGE_POLICIES if p in cases.policies])
-    summary = policy_summary(cases)
-    outside = policy_summary(cases, splits=("outside",)) if (cases.split == "outside").any() else []
+    summary = policy_summary(cases, rule=rule)
+    outside = policy_summary(cases, splits=("outside",), rule=rule) if (cases.split == "outside").any() else []
     mixes = reweighted(cases, MIXES)
     peers = peer_summary(rows, cases)
     write_csv(smap, folder / "map.csv")
@@ -120,13 +143,13 @@ def render_folder(folder, plots: bool | None = None) -> list:
         pngs, plot_note = _plot(smap, folder, preview)
     else:
         pngs, plot_note = [], "map.png not drawn (switched off)."
-    text = _render(meta, cases, smap, oos, cov, summary, outside, mixes, peers, pngs, plot_note)
+    text = _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, pngs, plot_note)
     write_text(folder / "report.md", text)
     return ["map.csv", "out_of_sample.csv", "coverage.csv", *(["peer.csv"] if peers else []),
             *(["mixes.csv"] if mixes else []), *pngs, "report.md"]
 
 
-def _render(meta, cases, smap, oos, cov, summary, outside, mixes, peers, plots, plot_note) -> str:
+def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, plots, plot_note) -> str:
     preview = meta.get("label") in ("preview", "quick")
     tag = "PREVIEW - " if preview else ""
     n_split = {s: int((cases.split == s).sum()) for s in ("select", "test", "shipped", "outside")}
@@ -148,21 +171,26 @@ def _render(meta, cases, smap, oos, cov, summary, outside, mixes, peers, plots, 
     L += ["## 1. The selection map", "",
           f"Chosen on seeds {SELECT_SEEDS[0]}-{SELECT_SEEDS[-1]}. Per region (budget level / structure) and price "
           f"(loss per ms of planning; *anchored* = each case's own latency weight): the best policy by mean net "
-          f"gain over {BASELINE}, its {LEVEL:.0%} BCa interval, the Benjamini-Hochberg adjusted p over the "
+          f"gain over {BASELINE}, its {LEVEL:.0%} interval (BCa, or the studentised `t` where BCa's measured "
+          "coverage failed and the studentised held: the rule of section 3; a mark where neither held), the Benjamini-Hochberg adjusted p over the "
           f"{tested} cells tested (of {len(smap)}; with {tested} tests a cell needs at least {need} cases before "
           f"its adjusted p can fall below {ALPHA:g}, whatever its gains: {reach} cells have that many), verdict A (a cell needs {MIN_N} cases for an interval and a p), the share of cases it gains on (B, descriptive) and the runner-up. "
-          f"`capped` counts cases where the best's loss is a bound (its upper bound is used).", ""]
+          f"`capped` counts cases where the best's loss is a bound: the mean gain, interval and verdict use its "
+          "pessimistic end (the upper loss bound), and where capped rows enter a mean the table shows "
+          "`pessimistic .. optimistic` (the lower bound).", ""]
     L += ["At a glance (all selection cases pooled; the out-of-sample `pooled` rule of section 2 uses exactly "
           "these):", ""]
-    L += _table(["price", "best", "mean gain", f"{LEVEL:.0%} BCa", "A", "runner-up (gain)"],
-                [[r["price"], f"`{r['best']}`", _n(r["mean_gain"]), _ci(r["ci_lo"], r["ci_hi"]),
+    L += _table(["price", "best", "mean gain", f"{LEVEL:.0%} interval", "A", "runner-up (gain)"],
+                [[r["price"], f"`{r['best']}`", _gain(r["mean_gain"], r["mean_gain_opt"], r["capped"]),
+                  _ci(r["ci_lo"], r["ci_hi"], r["ci_method"], r["ci_holds"]),
                   "yes" if r["verdict_a"] else "no",
                   f"`{r['runner_up']}` ({_n(r['runner_up_gain'])})" if r["runner_up"] else "-"]
                  for r in smap if r["region"] == "all"])
     L += ["", "Every cell:", ""]
-    L += _table(["region", "price", "n", "best", "mean gain", f"{LEVEL:.0%} BCa", "q (BH)", "A", "B share",
+    L += _table(["region", "price", "n", "best", "mean gain", f"{LEVEL:.0%} interval", "q (BH)", "A", "B share",
                  "capped", "runner-up (gain)"],
-                [[r["region"], r["price"], r["n"], f"`{r['best']}`", _n(r["mean_gain"]), _ci(r["ci_lo"], r["ci_hi"]),
+                [[r["region"], r["price"], r["n"], f"`{r['best']}`", _gain(r["mean_gain"], r["mean_gain_opt"], r["capped"]),
+                  _ci(r["ci_lo"], r["ci_hi"], r["ci_method"], r["ci_holds"]),
                   "-" if math.isnan(r["q"]) else f"{r['q']:.3f}", "yes" if r["verdict_a"] else "no",
                   f"{r['share_gaining']:.2f}", r["capped"],
                   f"`{r['runner_up']}` ({_n(r['runner_up_gain'])})" if r["runner_up"] else "-"] for r in smap])
@@ -174,33 +202,60 @@ def _render(meta, cases, smap, oos, cov, summary, outside, mixes, peers, plots, 
           f"{MIN_N} selection cases, else the pooled `all` cell's) and `pooled` (the `all` cell's best); each "
           "uses one-step where its choice has no loss. Regret: the chosen policy's net loss minus the least "
           "net loss any policy has on that case (per-case oracle). Gain: over one-step. `always bounded` and "
-          "`always one-step` are the regrets of those fixed choices, for scale.", ""]
+          "`always one-step` are the regrets of those fixed choices, for scale. Where a chosen row is capped, "
+          "regret and gain show `pessimistic .. optimistic` (the chosen row's upper, then lower, loss bound). "
+          "These intervals are BCa over a mixture of the policies chosen; the coverage simulation measures each "
+          "policy's own gains, not such mixtures (coverage not measured).", ""]
     L += _table(["held out", "rule", "price", "n", "regret", f"{LEVEL:.0%} BCa", "gain", f"{LEVEL:.0%} BCa",
                  "always bounded", "always one-step", "capped", "policies used"],
-                [[r["split"], r["rule"], r["price"], r["n"], _n(r["regret"]), _ci(r["regret_lo"], r["regret_hi"]),
-                  _n(r["gain"]), _ci(r["gain_lo"], r["gain_hi"]), _n(r["bounded_regret"]),
+                [[r["split"], r["rule"], r["price"], r["n"], _gain(r["regret"], r["regret_opt"], r["capped"]),
+                  _ci(r["regret_lo"], r["regret_hi"]),
+                  _gain(r["gain"], r["gain_opt"], r["capped"]), _ci(r["gain_lo"], r["gain_hi"]), _n(r["bounded_regret"]),
                   _n(r["onestep_regret"]), r["capped"], r["policies_used"]] for r in oos])
     L += ["", "## 3. Evidence", "", "### Every policy, pooled over the generated cases, at the anchored price", ""]
-    L += _table(["policy", "usable / n", "capped", "mean gain", f"{LEVEL:.0%} BCa", "share gaining"],
-                [[f"`{r['policy']}`", f"{r['usable']} / {r['n']}", r["capped"], _n(r["mean_gain"]),
-                  _ci(r["ci_lo"], r["ci_hi"]), "-" if math.isnan(r["share_gaining"]) else f"{r['share_gaining']:.2f}"]
+    L += _table(["policy", "usable / n", "capped", "mean gain", f"{LEVEL:.0%} interval", "share gaining"],
+                [[f"`{r['policy']}`", f"{r['usable']} / {r['n']}", r["capped"],
+                  _gain(r["mean_gain"], r["mean_gain_opt"], r["capped"]),
+                  _ci(r["ci_lo"], r["ci_hi"], r["ci_method"], r["ci_holds"]),
+                  "-" if math.isnan(r["share_gaining"]) else f"{r['share_gaining']:.2f}"]
                  for r in summary])
     L += ["", "### Coverage of the intervals, measured by simulation", "",
-          "Each policy's pooled anchored-price gains are taken as the population; samples of n cases are drawn "
-          f"from it with replacement and a {LEVEL:.0%} interval computed on each (BCa, and the second "
-          "edition's percentile bootstrap); the share containing the population mean is the coverage.", ""]
-    L += _table(["policy", "n", "method", "coverage", "se", "reps"],
-                [[f"`{r['policy']}`", r["n"], r["method"], f"{r['coverage']:.3f}", f"{r['se']:.3f}", r["reps"]]
-                 for r in cov]) if cov else ["No policy has non-constant gains on every case: coverage not measured."]
+          "Each policy's pooled anchored-price gains over the generated cases are taken as the population: the "
+          "*pessimistic* population (capped rows at their upper loss bound, what every table's mean and interval "
+          "use) for every policy, and the *optimistic* one (lower bounds) for policies with capped rows. Samples "
+          "of n cases are drawn from it with replacement (n = 10, 30 and the pooled n) and a "
+          f"{LEVEL:.0%} interval computed on each (BCa, the studentised bootstrap-t, and the second edition's "
+          "percentile bootstrap); the share containing the population mean is the coverage, `se` its Monte Carlo "
+          "standard error. The rule: a method *holds* for a policy at a measured n when its coverage on the "
+          f"pessimistic population is at least {LEVEL:g} - 2 se; an interval over n cases is judged at the largest "
+          "measured n not above it (the smallest, below them all), and the tables print BCa where it holds, else "
+          "the studentised interval (`t`) where that holds, else BCa marked `(coverage not held)`.", ""]
+    if cov:
+        for n in sorted({k for by_n in rule.values() for k in by_n}):
+            held = [f"`{p}` {'BCa' if by_n[n][0] == 'bca' else 't'}" for p, by_n in rule.items() if by_n[n][1]]
+            bad = [f"`{p}`" for p, by_n in rule.items() if not by_n[n][1]]
+            L += [f"- n = {n}: held ({len(held)}): " + (", ".join(held) or "none") + f"; neither held ({len(bad)}): "
+                  + (", ".join(bad) or "none") + "."]
+        L += [""]
+        keys = list(dict.fromkeys((r["policy"], r["population"], r["n"]) for r in cov))
+        by = {(r["policy"], r["population"], r["n"], r["method"]): r for r in cov}
+        methods = [*INTERVAL_METHODS, "percentile"]
+        L += _table(["policy", "population", "capped", "n"] + [f"{m} (se)" for m in methods],
+                    [[f"`{p}`", pop, by[(p, pop, n, methods[0])]["capped"], n]
+                     + [(lambda r: f"{r['coverage']:.3f} ({r['se']:.3f})" if r else "-")(by.get((p, pop, n, m)))
+                        for m in methods] for p, pop, n in keys])
+    else:
+        L += ["No policy has non-constant gains on every case: coverage not measured."]
     if outside:
         L += ["", "### The outside suite (its own split): every policy at the anchored price", "",
               "pystreed's Lomax cost-sensitive UCI datasets through `bench/compare_streed.py`'s mapping, as small "
               "depth-limited variants (`studies/depth3/outside.py`: the first 6 binary features, at most 3 tests, "
               "cost levels middle and high). Their test costs are the only penalty (no latency weight), so the "
               "anchored price is 0.", ""]
-        L += _table(["policy", "usable / n", "capped", "mean gain", f"{LEVEL:.0%} BCa", "share gaining"],
-                    [[f"`{r['policy']}`", f"{r['usable']} / {r['n']}", r["capped"], _n(r["mean_gain"]),
-                      _ci(r["ci_lo"], r["ci_hi"]),
+        L += _table(["policy", "usable / n", "capped", "mean gain", f"{LEVEL:.0%} interval", "share gaining"],
+                    [[f"`{r['policy']}`", f"{r['usable']} / {r['n']}", r["capped"],
+                      _gain(r["mean_gain"], r["mean_gain_opt"], r["capped"]),
+                      _ci(r["ci_lo"], r["ci_hi"], r["ci_method"], r["ci_holds"]),
                       "-" if math.isnan(r["share_gaining"]) else f"{r['share_gaining']:.2f}"] for r in outside])
     L += ["", "### The POUCT peer, paired with `bounded` on each case", ""]
     pnote = (meta.get("peer") or {}).get("note", "")
@@ -258,7 +313,7 @@ def _render(meta, cases, smap, oos, cov, summary, outside, mixes, peers, plots, 
           f"- Planning cost = price x {NODE_MS:g} ms per counted search node x search nodes per episode "
           "(`docs/depth-study.md`: where the constant comes from). No clock is read for any result.",
           f"- Prices: anchored (each case's `budget.weights.latency_ms`), and the sweep {list(PRICES)} loss per ms.",
-          f"- Verdict A: BCa {LEVEL:.0%} interval above 0 and BH-adjusted p < {ALPHA:g} (sign-flip permutation test of "
+          f"- Verdict A: the printed {LEVEL:.0%} interval (BCa or studentised, section 3's rule) above 0 and BH-adjusted p < {ALPHA:g} (sign-flip permutation test of "
           "the mean gain: a rank test would weigh a 1e-7 planning-cost loss as a full rank). "
           "Verdict B: the share of cases gaining (descriptive; not a test, and not the rule that decides A).",
           f"- Bootstrap: {N_BOOT} resamples, seeded; cases are the resampling unit.", ""]
@@ -270,7 +325,8 @@ def _render(meta, cases, smap, oos, cov, summary, outside, mixes, peers, plots, 
           "- The node-to-time conversion is one constant; a kernel faster or slower per node moves every priced "
           "cell along the sweep, and it prices a depth-first and a best-first node alike (bounded's phases "
           "differ in work per node).",
-          "- Capped rows use imputed planning nodes; their gains are pessimistic loss bounds.",
+          "- Capped rows use imputed planning nodes; their gains enter as pessimistic loss bounds (the tables show "
+          "the optimistic end beside them), so a capped policy's true mean gain may be larger than printed.",
           "- The regret oracle is per case and chosen after the fact: it bounds what any map could do.",
           "- The peer's figures are Monte Carlo means over a few episodes per case; its time match rests on two "
           f"constants ({NODE_MS:g} ms per bounded node, {PEER_MS_PER_SIM:g} ms per POUCT simulation), each measured "
@@ -291,14 +347,18 @@ def _render(meta, cases, smap, oos, cov, summary, outside, mixes, peers, plots, 
          f"{n_out} outside cases (section 2)"],
         ["Anchored prices plus a sweep", f"yes: `anchored` (each case's own latency weight) and {list(PRICES)} "
          "loss per ms"],
-        ["Verdict rules stated separately and labelled", "yes: A (BCa interval above 0 and BH-adjusted p < "
+        ["Verdict rules stated separately and labelled", "yes: A (the printed interval above 0 and BH-adjusted p < "
          f"{ALPHA:g}) and B (share of cases gaining, descriptive) in separate columns; B never decides A"],
         ["No wall-clock caps; node caps; every search phase counted", f"yes: {EVAL_CAP:,} policy-tree nodes and "
          f"{EVAL_WORK:,} search nodes per policy per case; planning cost from counted nodes; no clock column"],
         ["Capped cases as bounds in every table; same case set for all", f"yes: {int(cases.capped.sum())} capped "
-         "rows kept as bounds (pessimistic gain), counted in every table; candidates need every case of a cell"],
-        ["BCa or studentised intervals with measured coverage", "yes: BCa everywhere; coverage by simulation "
-         + ("(section 3)" if cov else "(not measured: no policy with non-constant gains on every case)")],
+         "rows kept as bounds: every mean over them shows `pessimistic .. optimistic`, intervals and verdicts use "
+         "the pessimistic end; candidates need every case of a cell"],
+        ["BCa or studentised intervals with measured coverage", (
+            f"BCa or studentised per policy and n by measured coverage (section 3's rule): at the pooled n "
+            f"{sum(by_n[max(by_n)][1] for by_n in rule.values())} of {len(rule)} policies have a method that holds; "
+            "intervals where none holds are marked `(coverage not held)`") if cov
+         else "not measured: no policy with non-constant gains on every case"],
         ["Multiplicity correction across cells", f"yes: Benjamini-Hochberg over every cell tested (best not "
          f"one-step, at least {MIN_N} cases; section 1 states how many cases a cell needs to reach A)"],
         ["Power: can a cell reach significance at all?", f"computed: with {tested} tests a cell needs {need} "

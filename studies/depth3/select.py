@@ -31,10 +31,11 @@ import numpy as np
 
 from studies.depth3.design import (ALPHA, ANCHORED, BASELINE, BOOT_SEED, BUDGET_LEVELS, EQ, LEVEL, N_BOOT, MIN_N,
                                    NODE_MS, PRICES, STRUCTURES)
-from studies.stats import bca_interval, benjamini_hochberg, sign_flip_test
+from studies.stats import bca_interval, benjamini_hochberg, sign_flip_test, studentized_interval
 
 __all__ = ["min_cases_for_verdict", "Cases", "load_rows", "selection_map", "out_of_sample", "policy_summary", "price_label",
-           "reweighted", "coverage_table"]
+           "reweighted", "coverage_table",
+           "interval_rule", "interval", "INTERVAL_METHODS"]
 
 
 def _f(v) -> float:
@@ -116,9 +117,67 @@ class Cases:
         loss = self.up if pessimistic else self.lo
         return loss + self.lam(price)[:, None] * NODE_MS * self.nodes
 
-    def gain(self, price) -> np.ndarray:
-        """Pessimistic net gain over one-step, cases x policies: one-step's optimistic minus p's pessimistic net."""
-        return self.net(price, False)[:, [self.base]] - self.net(price, True)
+    def gain(self, price, pessimistic: bool = True) -> np.ndarray:
+        """Net gain over one-step, cases x policies: one-step's optimistic minus p's pessimistic net (the
+        pessimistic end, the default), or one-step's pessimistic minus p's optimistic (the optimistic end).
+        The two are equal on every case where neither row is capped."""
+        return self.net(price, not pessimistic)[:, [self.base]] - self.net(price, pessimistic)
+
+
+#: The interval methods the coverage simulation measures, in the order the rule (:func:`interval_rule`) prefers.
+INTERVAL_METHODS = ("bca", "studentized")
+
+
+def interval(x, method: str = "bca") -> tuple:
+    """The :data:`LEVEL` interval for the mean of `x` by `method` (``"bca"`` or ``"studentized"``), seeded.
+
+    >>> lo, hi = interval([0.0, 1.0, 3.0, 2.0], "studentized")
+    >>> bool(lo < 1.5 < hi)
+    True
+    """
+    f = {"bca": bca_interval, "studentized": studentized_interval}[method]
+    return f(x, level=LEVEL, n_boot=N_BOOT, seed=BOOT_SEED)
+
+
+def interval_rule(cov: list) -> dict:
+    """Which interval each policy's tables print, by sample size: policy -> {n: ``(method, holds)``}.
+
+    A method *holds* for a policy at a measured n when its coverage there
+    (:func:`coverage_table`, pessimistic population: what the tables use)
+    is at least ``LEVEL - 2 se`` (``se`` its Monte Carlo standard error).
+    At each n the first method of :data:`INTERVAL_METHODS` that holds is
+    printed; where none holds the first is printed with ``holds`` False and
+    the tables say so next to the interval. :func:`_method` reads an
+    interval of n cases at the largest measured n not above it (the
+    smallest measured, below them all): coverage improves with n, so that
+    is the conservative reading.
+
+    >>> cov = [{"policy": "p", "n": 10, "method": "bca", "coverage": 0.80, "se": 0.02, "population": "pessimistic"},
+    ...        {"policy": "p", "n": 10, "method": "studentized", "coverage": 0.89, "se": 0.02,
+    ...         "population": "pessimistic"}]
+    >>> interval_rule(cov)
+    {'p': {10: ('studentized', True)}}
+    """
+    held: dict = {}
+    for r in cov:
+        if r.get("population", "pessimistic") != "pessimistic" or r["method"] not in INTERVAL_METHODS:
+            continue
+        held[(r["policy"], int(r["n"]), r["method"])] = r["coverage"] >= LEVEL - 2.0 * r["se"]
+    out: dict = {}
+    for p, n, _ in held:
+        good = [m for m in INTERVAL_METHODS if held.get((p, n, m))]
+        out.setdefault(p, {})[n] = (good[0], True) if good else (INTERVAL_METHODS[0], False)
+    return out
+
+
+def _method(rule, policy, n) -> tuple:
+    """``(method, holds)`` for an interval of `policy`'s gains over `n` cases (`holds` None: not measured)."""
+    by_n = (rule or {}).get(policy)
+    if not by_n:
+        return (INTERVAL_METHODS[0], None)
+    ns = sorted(by_n)
+    below = [k for k in ns if k <= n]
+    return by_n[below[-1] if below else ns[0]]
 
 
 def min_cases_for_verdict(m: int, alpha: float = ALPHA, n_perm: int = 20000) -> int:
@@ -173,13 +232,17 @@ def _best_two(g: np.ndarray, candidates, base: int) -> tuple:
     return means[0][2], (means[1][2] if len(means) > 1 else base)
 
 
-def selection_map(cases: Cases, split: str = "select", prices=None) -> list:
+def selection_map(cases: Cases, split: str = "select", prices=None, rule=None) -> list:
     """The map on one split: a row per cell (region x price), with the best, its interval and the runner-up.
 
     Returns rows with ``region``, ``price``, ``n``, ``best``, ``mean_gain``,
     ``ci_lo``, ``ci_hi``, ``p``, ``q`` (BH-adjusted over the map's cells),
     ``share_gaining``, ``capped`` (cases whose best's row is capped),
-    ``runner_up``, ``runner_up_gain``, ``verdict_a`` and ``candidates``.
+    ``mean_gain_opt`` (the optimistic end of the best's mean gain: equal to
+    ``mean_gain`` where nothing is capped), ``ci_method`` and ``ci_holds``
+    (the interval printed and whether its coverage held, from `rule`:
+    :func:`interval_rule`), ``runner_up``, ``runner_up_gain``, ``verdict_a``
+    and ``candidates``.
 
     >>> c = Cases(_example_rows(), ["one-step", "lookahead:2"])
     >>> r = selection_map(c, prices=[0.0])[0]
@@ -199,14 +262,17 @@ def selection_map(cases: Cases, split: str = "select", prices=None) -> list:
             best, second = _best_two(g, cand, cases.base)
             gb = g[:, best]
             n = int(m.sum())
+            method, holds = _method(rule, cases.policies[best], int(m.sum()))
             if best == cases.base or n < MIN_N:
                 lo = hi = 0.0 if best == cases.base else math.nan
                 p = math.nan
             else:
-                lo, hi = bca_interval(gb, level=LEVEL, n_boot=N_BOOT, seed=BOOT_SEED)
+                lo, hi = interval(gb, method)
                 p = sign_flip_test(gb, seed=BOOT_SEED)
             out.append({"region": region, "price": price_label(price), "n": n, "best": cases.policies[best],
-                        "mean_gain": float(gb.mean()), "ci_lo": lo, "ci_hi": hi, "p": p,
+                        "mean_gain": float(gb.mean()),
+                        "mean_gain_opt": float(cases.gain(price, False)[m][:, best].mean()),
+                        "ci_lo": lo, "ci_hi": hi, "ci_method": method, "ci_holds": holds, "p": p,
                         "share_gaining": float((gb > EQ).mean()), "capped": int(cases.capped[m, best].sum()),
                         "runner_up": cases.policies[second] if second is not None else "",
                         "runner_up_gain": float(g[:, second].mean()) if second is not None else math.nan,
@@ -249,7 +315,9 @@ def out_of_sample(cases: Cases, smap: list, split: str, prices=None, rules=RULES
     Rows per price and rule (:data:`RULES`): ``n``, ``regret``
     [``regret_lo``, ``regret_hi``], ``gain`` [``gain_lo``, ``gain_hi``],
     ``bounded_regret`` and ``onestep_regret`` (always ``bounded``, always
-    one-step, for scale) and ``capped`` (cases whose chosen row is capped).
+    one-step, for scale), ``capped`` (cases whose chosen row is capped) and
+    the optimistic ends ``regret_opt`` and ``gain_opt`` (the chosen row's
+    lower bound; equal to ``regret`` and ``gain`` where nothing is capped).
 
     >>> c = Cases(_example_rows(), ["one-step", "lookahead:2"])
     >>> r = out_of_sample(c, selection_map(c, prices=[0.0]), "test", prices=[0.0], rules=("pooled",))[0]
@@ -272,8 +340,12 @@ def out_of_sample(cases: Cases, smap: list, split: str, prices=None, rules=RULES
             chosen = net[idx, ch]
             regret = chosen - oracle
             gain = net_lo[idx, cases.base] - chosen
+            # the optimistic ends: the chosen row's lower bound against the oracle's and one-step's upper ones
+            regret_opt = net_lo[idx, ch] - oracle
+            gain_opt = net[idx, cases.base] - net_lo[idx, ch]
             row = {"split": split, "rule": rule, "price": price_label(price), "n": int(idx.size),
                    "regret": float(regret.mean()), "gain": float(gain.mean()),
+                   "regret_opt": float(regret_opt.mean()), "gain_opt": float(gain_opt.mean()),
                    "bounded_regret": float((bnet - oracle).mean()),
                    "onestep_regret": float((net[idx, cases.base] - oracle).mean()),
                    "capped": int(cases.capped[idx, ch].sum()),
@@ -286,18 +358,22 @@ def out_of_sample(cases: Cases, smap: list, split: str, prices=None, rules=RULES
     return out
 
 
-def policy_summary(cases: Cases, price=ANCHORED, splits=("select", "test")) -> list:
-    """Every policy pooled over the generated cases at one price: mean gain, BCa interval, share gaining, capped."""
+def policy_summary(cases: Cases, price=ANCHORED, splits=("select", "test"), rule=None) -> list:
+    """Every policy pooled over the generated cases at one price: mean gain (pessimistic and optimistic ends),
+    its interval (the method of `rule`, :func:`interval_rule`), share gaining, capped."""
     m = np.isin(cases.split, list(splits))
     g = cases.gain(price)[m]
+    g_opt = cases.gain(price, False)[m]
     out = []
     for j, p in enumerate(cases.policies):
         ok = cases.ok[m, j]
         row = {"policy": p, "n": int(m.sum()), "usable": int(ok.sum()), "capped": int(cases.capped[m, j].sum()),
                "failed": int((~ok).sum())}
+        row["ci_method"], row["ci_holds"] = _method(rule, p, int(ok.sum()))
+        row["mean_gain_opt"] = float(g_opt[ok, j].mean()) if ok.any() else math.nan
         if ok.all() and j != cases.base and ok.size >= 2:
             row["mean_gain"] = float(g[:, j].mean())
-            row["ci_lo"], row["ci_hi"] = bca_interval(g[:, j], level=LEVEL, n_boot=N_BOOT, seed=BOOT_SEED)
+            row["ci_lo"], row["ci_hi"] = interval(g[:, j], row["ci_method"])
             row["share_gaining"] = float((g[:, j] > EQ).mean())
         else:
             row["mean_gain"] = float(g[ok, j].mean()) if ok.any() else math.nan
@@ -307,23 +383,30 @@ def policy_summary(cases: Cases, price=ANCHORED, splits=("select", "test")) -> l
     return out
 
 
-def coverage_table(cases: Cases, policies, ns=(10, 30), price=ANCHORED, reps=200, n_boot=500) -> list:
-    """BCa and percentile coverage by simulation on the study's own gains (each policy's pooled gains)."""
+def coverage_table(cases: Cases, policies, ns=(10, 30, None), price=ANCHORED, reps=200, n_boot=500,
+                   methods=(*INTERVAL_METHODS, "percentile"), populations=("pessimistic", "optimistic")) -> list:
+    """Coverage by simulation on the study's own gains: each policy's pooled gains (every generated case), per
+    population (the pessimistic ends of capped rows' gains, and the optimistic ends), sample size (None: the
+    pooled n itself) and method (:func:`studies.stats.interval_coverage`). A policy with constant gains, or
+    without a loss on every case, is skipped."""
     from studies.stats import interval_coverage
 
     m = np.isin(cases.split, ["select", "test"])
-    g = cases.gain(price)[m]
     out = []
-    for p in policies:
-        j = cases.policies.index(p)
-        if not cases.ok[m, j].all() or np.all(g[:, j] == g[0, j]):
-            continue
-        for n in ns:
-            for method in ("bca", "percentile"):
-                r = interval_coverage(g[:, j], n, method=method, level=LEVEL, reps=reps, n_boot=n_boot,
-                                      seed=BOOT_SEED)
-                out.append({"policy": p, "n": n, "method": method, "coverage": r["coverage"], "se": r["se"],
-                            "reps": reps, "population": int(m.sum())})
+    for population in populations:
+        g = cases.gain(price, population == "pessimistic")[m]
+        for p in policies:
+            j = cases.policies.index(p)
+            if not cases.ok[m, j].all() or np.all(g[:, j] == g[0, j]):
+                continue
+            for n in ns:
+                n = int(m.sum()) if n is None else n
+                for method in methods:
+                    r = interval_coverage(g[:, j], n, method=method, level=LEVEL, reps=reps, n_boot=n_boot,
+                                          seed=BOOT_SEED)
+                    out.append({"policy": p, "population": population, "n": n, "method": method,
+                                "coverage": r["coverage"], "se": r["se"], "reps": reps, "pooled_n": int(m.sum()),
+                                "capped": int(cases.capped[m, j].sum())})
     return out
 
 
