@@ -202,15 +202,20 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
           f"{MIN_N} selection cases, else the pooled `all` cell's) and `pooled` (the `all` cell's best); each "
           "uses one-step where its choice has no loss. Regret: the chosen policy's net loss minus the least "
           "net loss any policy has on that case (per-case oracle). Gain: over one-step. `always bounded` and "
-          "`always one-step` are the regrets of those fixed choices, for scale. Where a chosen row is capped, "
-          "regret and gain show `pessimistic .. optimistic` (the chosen row's upper, then lower, loss bound). "
-          "These intervals are BCa over a mixture of the policies chosen; the coverage simulation measures each "
-          "policy's own gains, not such mixtures (coverage not measured).", ""]
+          "`always one-step` are the regrets of those fixed choices, for scale. Where capped rows enter (the "
+          "chosen row's or another policy's, through the oracle), regret and gain are bounds and show "
+          "`pessimistic .. optimistic`: regret's upper end is the chosen row's upper loss bound minus the least "
+          "lower bound of any policy, its lower end the chosen row's lower bound minus the least upper bound (at "
+          "least 0); `always bounded` and `always one-step` are upper ends. A row's regrets mix the policies its "
+          "rule chose, so their intervals' coverage is measured on the row's own per-case values (population and "
+          "sample size its own; `studies.depth3.select.own_coverage_method`), with the same rule as the map's: "
+          "BCa where it holds, else `t` where that holds, else BCa marked `(coverage not held)`.", ""]
     L += _table(["held out", "rule", "price", "n", "regret", f"{LEVEL:.0%} BCa", "gain", f"{LEVEL:.0%} BCa",
                  "always bounded", "always one-step", "capped", "policies used"],
-                [[r["split"], r["rule"], r["price"], r["n"], _gain(r["regret"], r["regret_opt"], r["capped"]),
-                  _ci(r["regret_lo"], r["regret_hi"]),
-                  _gain(r["gain"], r["gain_opt"], r["capped"]), _ci(r["gain_lo"], r["gain_hi"]), _n(r["bounded_regret"]),
+                [[r["split"], r["rule"], r["price"], r["n"], _gain(r["regret"], r["regret_opt"], True),
+                  _ci(r["regret_lo"], r["regret_hi"], r.get("regret_method"), r.get("regret_holds")),
+                  _gain(r["gain"], r["gain_opt"], True),
+                  _ci(r["gain_lo"], r["gain_hi"], r.get("gain_method"), r.get("gain_holds")), _n(r["bounded_regret"]),
                   _n(r["onestep_regret"]), r["capped"], r["policies_used"]] for r in oos])
     L += ["", "## 3. Evidence", "", "### Every policy, pooled over the generated cases, at the anchored price", ""]
     L += _table(["policy", "usable / n", "capped", "mean gain", f"{LEVEL:.0%} interval", "share gaining"],

@@ -180,6 +180,31 @@ def _method(rule, policy, n) -> tuple:
     return by_n[below[-1] if below else ns[0]]
 
 
+def own_coverage_method(x, reps: int = 200, n_boot: int = 500) -> tuple:
+    """``(method, holds)`` for an interval of the mean of `x`, by coverage measured on `x` itself.
+
+    For a mean that is no single policy's gains (the out-of-sample regret
+    and gain average over the policies a rule chose), the population of the
+    simulation is `x`'s own values and the sample size its own: the first
+    method of :data:`INTERVAL_METHODS` whose coverage is at least
+    ``LEVEL - 2 se`` is used, else the first, with `holds` False (None: too
+    few values to measure).
+
+    >>> own_coverage_method([0.0, 0.1, 0.2, 0.15, 0.05, 0.12, 0.08, 0.3, 0.22, 0.18] * 3)
+    ('bca', True)
+    """
+    from studies.stats import interval_coverage
+
+    x = np.asarray(x, dtype=float)
+    if x.size < 3 or np.isnan(x).any():
+        return INTERVAL_METHODS[0], None
+    for method in INTERVAL_METHODS:
+        r = interval_coverage(x, x.size, method=method, level=LEVEL, reps=reps, n_boot=n_boot, seed=BOOT_SEED)
+        if r["coverage"] >= LEVEL - 2.0 * r["se"]:
+            return method, True
+    return INTERVAL_METHODS[0], False
+
+
 def min_cases_for_verdict(m: int, alpha: float = ALPHA, n_perm: int = 20000) -> int:
     """The fewest cases a cell needs before its BH-adjusted p can fall below `alpha`, with `m` cells tested.
 
@@ -309,9 +334,14 @@ def _choice(smap: list, cases: Cases, i: int, price, rule: str = "cell") -> int:
 def out_of_sample(cases: Cases, smap: list, split: str, prices=None, rules=RULES) -> list:
     """The map (chosen on the selection split) applied to `split`'s cases: regret and gain, with BCa intervals.
 
-    Per case, **regret** is the chosen policy's pessimistic net loss minus
-    the least pessimistic net loss of any policy on that case (the per-case
-    oracle); **gain** is one-step's net loss minus the chosen policy's.
+    Per case, **regret** is the chosen policy's net loss minus the least net
+    loss of any policy on that case (the per-case oracle); **gain** is
+    one-step's net loss minus the chosen policy's. Where rows are capped
+    their losses are intervals, and so are these: ``regret`` is the
+    pessimistic end, an upper bound (the chosen row's upper bound minus the
+    least lower bound of any policy), ``regret_opt`` the optimistic end, a
+    lower bound (the chosen row's lower bound minus the least upper bound,
+    at least 0); likewise for ``gain``, ``gain_opt`` and the fixed choices.
     Rows per price and rule (:data:`RULES`): ``n``, ``regret``
     [``regret_lo``, ``regret_hi``], ``gain`` [``gain_lo``, ``gain_hi``],
     ``bounded_regret`` and ``onestep_regret`` (always ``bounded``, always
@@ -333,27 +363,29 @@ def out_of_sample(cases: Cases, smap: list, split: str, prices=None, rules=RULES
     for price in prices:
         net = cases.net(price, True)
         net_lo = cases.net(price, False)
-        oracle = np.nanmin(net[idx], axis=1)
+        oracle_lo = np.nanmin(net_lo[idx], axis=1)  # the oracle's true net loss lies between these two
+        oracle_up = np.nanmin(net[idx], axis=1)
         bnet = np.where(cases.ok[idx, jb], net[idx, jb], net[idx, cases.base])
         for rule in rules:
             ch = np.array([_choice(smap, cases, i, price, rule) for i in idx])
             chosen = net[idx, ch]
-            regret = chosen - oracle
+            regret = chosen - oracle_lo
             gain = net_lo[idx, cases.base] - chosen
             # the optimistic ends: the chosen row's lower bound against the oracle's and one-step's upper ones
-            regret_opt = net_lo[idx, ch] - oracle
+            regret_opt = np.maximum(net_lo[idx, ch] - oracle_up, 0.0)
             gain_opt = net[idx, cases.base] - net_lo[idx, ch]
             row = {"split": split, "rule": rule, "price": price_label(price), "n": int(idx.size),
                    "regret": float(regret.mean()), "gain": float(gain.mean()),
                    "regret_opt": float(regret_opt.mean()), "gain_opt": float(gain_opt.mean()),
-                   "bounded_regret": float((bnet - oracle).mean()),
-                   "onestep_regret": float((net[idx, cases.base] - oracle).mean()),
+                   "bounded_regret": float((bnet - oracle_lo).mean()),
+                   "onestep_regret": float((net[idx, cases.base] - oracle_lo).mean()),
                    "capped": int(cases.capped[idx, ch].sum()),
                    "policies_used": " ".join(sorted({cases.policies[j] for j in ch}))}
             for name, v in (("regret", regret), ("gain", gain)):
-                lo, hi = (bca_interval(v, level=LEVEL, n_boot=N_BOOT, seed=BOOT_SEED) if v.size >= 2
-                          else (math.nan, math.nan))
+                method, holds = own_coverage_method(v)
+                lo, hi = interval(v, method) if v.size >= 2 else (math.nan, math.nan)
                 row[f"{name}_lo"], row[f"{name}_hi"] = lo, hi
+                row[f"{name}_method"], row[f"{name}_holds"] = method, holds
             out.append(row)
     return out
 

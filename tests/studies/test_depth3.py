@@ -94,6 +94,29 @@ def test_out_of_sample_regret_against_the_per_case_oracle():
     assert row["policies_used"] == "bounded" and row["regret"] == pytest.approx(0.0)
 
 
+def test_out_of_sample_regret_ends_bound_the_regret_whatever_the_capped_losses_are():
+    # test cases where another policy than the chosen one is capped: the oracle is then an interval too
+    spec = _spec()
+    rng = np.random.default_rng(7)
+    for k in range(6):
+        spec[f"t{k}"] = ("test", ("tight", "gated"), 1e-3, {
+            "none": (5.0, 5.0, 2, False), "one-step": (3.0, 3.0, 10, False),
+            "lookahead:2": (1.8, 1.8, 1e6, False),
+            "bounded": (1.0 + 0.1 * k, 2.6 + 0.2 * k, math.nan, True)})
+    c = Cases(_rows(spec), POLICIES)
+    smap = selection_map(c, "select", prices=[0.0])
+    (row,) = out_of_sample(c, smap, "test", prices=[0.0], rules=("pooled",))
+    idx = np.flatnonzero(c.split == "test")
+    j = c.policies.index(row["policies_used"])
+    for _ in range(200):  # every draw of the capped rows' true losses inside their bounds
+        true = c.lo + rng.random(c.lo.shape) * (c.up - c.lo)
+        net = true + 0.0 * c.nodes
+        regret = (net[idx, j] - np.nanmin(net[idx], axis=1)).mean()
+        assert row["regret_opt"] - 1e-12 <= regret <= row["regret"] + 1e-12
+    assert row["regret_opt"] < row["regret"]  # the capped rows make it an interval, though the chosen row is exact
+    assert row["regret_method"] in ("bca", "studentized") and row["regret_holds"] in (True, False, None)
+
+
 def test_a_tie_with_one_step_goes_to_one_step():
     spec = {f"t{k}": ("select", ("none", "plain"), 0.0, {p: (3.0, 3.0, 1, False) for p in POLICIES})
             for k in range(6)}
