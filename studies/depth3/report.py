@@ -60,6 +60,16 @@ def _gain(pess, opt, capped) -> str:
     return _n(pess)
 
 
+def _oos_coverage(oos) -> str:
+    """The checklist's answer on the out-of-sample intervals: how many rows' regret intervals hold."""
+    judged = [r for r in oos if str(r.get("regret_holds")) in ("True", "False")]
+    if not judged:
+        return "not measured: no held-out row with three or more cases"
+    held = sum(str(r["regret_holds"]) == "True" for r in judged)
+    return (f"measured on each row's own per-case regrets (section 2): the printed regret interval holds in {held} "
+            f"of {len(judged)} rows; the others are marked `(coverage not held)`")
+
+
 def _table(header, rows) -> list:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -364,6 +374,7 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
             f"{sum(by_n[max(by_n)][1] for by_n in rule.values())} of {len(rule)} policies have a method that holds; "
             "intervals where none holds are marked `(coverage not held)`") if cov
          else "not measured: no policy with non-constant gains on every case"],
+        ["Out-of-sample regret with intervals whose coverage was measured", _oos_coverage(oos)],
         ["Multiplicity correction across cells", f"yes: Benjamini-Hochberg over every cell tested (best not "
          f"one-step, at least {MIN_N} cases; section 1 states how many cases a cell needs to reach A)"],
         ["Power: can a cell reach significance at all?", f"computed: with {tested} tests a cell needs {need} "
