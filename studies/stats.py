@@ -608,19 +608,25 @@ def bca_interval(x, *, level: float = 0.90, n_boot: int = 2000, seed: int = 0) -
     >>> bca_interval([2.0, 2.0, 2.0])
     (2.0, 2.0)
     """
-    a = _as_1d(x, "x")
-    if a.size < 2:
-        raise ValueError(f"bca_interval needs at least two values, got {a.size}")
-    if np.isnan(a).any():
-        raise ValueError("bca_interval: x holds NaN")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
+    a = _interval_sample(x, level, "bca_interval")
     theta = float(a.mean())
     if np.all(a == a[0]):
         return (float(a[0]), float(a[0]))
     rng = np.random.default_rng(seed)
     boot = a[rng.integers(0, a.size, size=(int(n_boot), a.size))].mean(axis=1)
     return _bca_from(boot, theta, _jackknife_acceleration(a), level)
+
+
+def _interval_sample(x, level: float, who: str) -> np.ndarray:
+    """`x` as a 1-D float array an interval can be computed on: two values or more, no NaN, level in (0, 1)."""
+    a = _as_1d(x, "x")
+    if a.size < 2:
+        raise ValueError(f"{who} needs at least two values, got {a.size}")
+    if np.isnan(a).any():
+        raise ValueError(f"{who}: x holds NaN")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    return a
 
 
 def _bca_from(boot: np.ndarray, theta: float, accel: float, level: float) -> tuple:
@@ -671,13 +677,7 @@ def studentized_interval(x, *, level: float = 0.90, n_boot: int = 2000, seed: in
     >>> studentized_interval([2.0, 2.0, 2.0])
     (2.0, 2.0)
     """
-    a = _as_1d(x, "x")
-    if a.size < 2:
-        raise ValueError(f"studentized_interval needs at least two values, got {a.size}")
-    if np.isnan(a).any():
-        raise ValueError("studentized_interval: x holds NaN")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
+    a = _interval_sample(x, level, "studentized_interval")
     if np.all(a == a[0]):
         return (float(a[0]), float(a[0]))
     n = a.size
