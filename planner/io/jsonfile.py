@@ -35,7 +35,7 @@ import os
 
 from planner.io.files import special_file
 
-__all__ = ["read_json", "BadValue"]
+__all__ = ["read_json", "loads", "BadValue"]
 
 
 class BadValue(ValueError):
@@ -60,6 +60,22 @@ def _unique(pairs) -> dict:
             raise BadValue(f"duplicate key {repr(k)[:60]} in one object (the last would silently win)")
         out[k] = v
     return out
+
+
+def loads(text: str, parse_int=None):
+    """``json.loads`` refusing what JSON files here must not hold: NaN / Infinity, 1e999, a repeated key.
+
+    Raises :class:`BadValue` for those (and ``json.JSONDecodeError``, ``RecursionError`` as ``json.loads``).
+
+    >>> loads('{"a": [1, 2.5]}')
+    {'a': [1, 2.5]}
+    >>> loads('{"a": 1, "a": 2}')
+    Traceback (most recent call last):
+    ...
+    planner.io.jsonfile.BadValue: duplicate key 'a' in one object (the last would silently win)
+    """
+    return json.loads(text, parse_float=_finite, parse_int=parse_int, parse_constant=_constant,
+                      object_pairs_hook=_unique)
 
 
 def read_json(path, *, limit: int, error, what: str = "file", shown: str | None = None, parse_int=None):
@@ -103,8 +119,7 @@ def read_json(path, *, limit: int, error, what: str = "file", shown: str | None 
     except UnicodeDecodeError as e:
         raise error(f"{shown}: not UTF-8 text (byte {e.start})") from None
     try:
-        return json.loads(text, parse_float=_finite, parse_int=parse_int, parse_constant=_constant,
-                          object_pairs_hook=_unique)
+        return loads(text, parse_int=parse_int)
     except json.JSONDecodeError as e:
         raise error(f"{shown}: line {e.lineno}, column {e.colno}: JSON syntax error: {e.msg}") from None
     except RecursionError:

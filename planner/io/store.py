@@ -46,6 +46,7 @@ import attrs
 
 from planner.errors import LogError, one_line
 from planner.io.files import special_file
+from planner.io.jsonfile import loads as strict_json
 
 __all__ = ["SCHEMA_VERSION", "APPLICATION_ID", "BUSY_TIMEOUT", "READ_CHUNK", "MIGRATIONS", "OutcomeLog", "SQLiteLog", "open_log",
            "LoggedAcquisition", "LoggedSession"]
@@ -752,8 +753,7 @@ class SQLiteLog(OutcomeLog):
 
     def _load(self, text, session: int, column: str):
         try:
-            value = json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant,
-                               parse_float=_finite_float)
+            value = strict_json(text)
         except (TypeError, ValueError, RecursionError):
             value = None
         if not isinstance(value, dict):
@@ -774,26 +774,6 @@ _SESSION_TYPES = ((int,), (str,), (str,), (str,), (str,), (str,), (str,), (str, 
                   (str, _NULL), (str, _NULL), (float, int, _NULL), (str, _NULL))
 _ACQUISITION_COLUMNS = ("session", "idx", "observation", "outcome", "unplanned", "cost", "note", "propensity")
 _ACQUISITION_TYPES = ((int,), (int,), (str,), (str,), (int,), (str,), (str, _NULL), (float, int, _NULL))
-
-
-def _unique_pairs(pairs):
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
-
-
-def _finite_float(text):
-    x = float(text)
-    if not math.isfinite(x):
-        raise ValueError(f"{text[:24]} is out of range")
-    return x
-
-
-def _no_constant(name):
-    raise ValueError(f"{name} is not JSON")
 
 
 def open_log(path, *, create: bool = True, readonly: bool = False) -> SQLiteLog:
