@@ -16,6 +16,16 @@ Writes ``bench/results/engine.md`` and ``engine.csv``. Sections:
   policy in process on 8 x 10-12 domains it can solve, as a ratio of CPU times;
 - ``merge``: the depth-first search with and without merging equivalent beliefs on the STreeD suite
   (``bench/compare_streed.py``'s mapping), at depth 4 and full depth: nodes, merges, CPU ms.
+- ``branch and bound``: the full-depth depth-first search without and with branch and bound on the revelation
+  bound (the bound's tables as the default policy builds them, :meth:`Bounded._reveal`), side by side in one run:
+  nodes, CPU seconds (the tables included), the ratio, and whether the value is the same bits;
+- ``root bounds``: at the root of each case, V* (where a search finished) and the lower bounds the tip bound of
+  the best-first search gives (the separation bound) and the revelation bound (its allowance as the policy
+  settles it, and every acquisition each-once), with the relative gap of each to V*;
+- ``v star``: V* of the 32- and 40-observation cases by the branch-and-bound search with a large cap (for the
+  ``scale`` rows: the interval holds it), with its nodes and CPU seconds;
+- ``unit``: nanoseconds of CPU per work unit of budget-bound default decisions (the calibration of
+  :data:`planner.policies.bounded.DEFAULT_WORK`: about one second a decision).
 - ``shared`` (``--only shared``, written to ``shared.md``/``shared.csv``): the default policy on the
   budget-bound engine cases (8 x 12 chain 3 seed 13, 8 x 16 seeds 1 and 3, 8 x 20 seeds 1-2) with the
   exhaustive attempt's exact entries shared with the later phases (``Bounded()``) and discarded
@@ -142,6 +152,111 @@ def reference(rows, log):
                      "same": abs(v_ref - d.info["interval"][1]) <= 1e-9})
         log(f"reference 8x{n_obs} s{seed}: ref {t_ref:.2f} s vs ours {t_ours:.3f} s ({t_ref / max(t_ours, 1e-9):.0f}x), "
             f"same value {abs(v_ref - d.info['interval'][1]) <= 1e-9}")
+
+
+def branch_and_bound(rows, log):
+    from planner.policies.bounded import EXHAUSTIVE_SHARE
+
+    for n_obs, chain, seed in CASES:
+        node = _root(n_obs, chain, seed)
+        c = node.compiled
+        t0 = time.process_time()
+        plain = node.search(n_obs, max_nodes=50_000_000)
+        t_plain = time.process_time() - t0
+        t0 = time.process_time()
+        rb, _ = Bounded()._reveal(node, int(DEFAULT_WORK * EXHAUSTIVE_SHARE))
+        bnb = node.search(n_obs, max_nodes=50_000_000, reveal=rb, bnb_root=True)
+        t_bnb = time.process_time() - t0
+        same = bnb.value == plain.value
+        rows.append({"section": "branch and bound", "case": f"8x{n_obs} chain {chain} seed {seed}",
+                     "what": "plain / branch and bound", "v_star": round(plain.value, 6), "nodes_plain": plain.nodes,
+                     "nodes_bnb": bnb.nodes, "bound_work": bnb.bound_work, "allowance": rb.allowance,
+                     "cpu_plain_s": round(t_plain, 3), "cpu_bnb_s": round(t_bnb, 3),
+                     "ratio": round(t_plain / max(t_bnb, 1e-9), 1), "same": same})
+        log(f"branch and bound 8x{n_obs} c{chain} s{seed}: {plain.nodes:,} -> {bnb.nodes:,} nodes, "
+            f"{t_plain:.2f} -> {t_bnb:.3f} s ({t_plain / max(t_bnb, 1e-9):.0f}x), same bits {same}")
+
+
+V_STAR_CASES = [(32, 0, 1), (32, 0, 2), (40, 0, 1)]
+
+
+def v_star(rows, log):
+    from lookahead.reveal import RevealBound
+    from lookahead.search import SearchCapExceeded
+
+    out = {}
+    for n_obs, chain, seed in V_STAR_CASES:
+        node = _root(n_obs, chain, seed)
+        c = node.compiled
+        t0 = time.process_time()
+        rb = RevealBound(c.states, len(c.prop_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits,
+                         c.penalty, node.admission.admitted, node.outcome_of, node.spent, entries=1_000_000)
+        rb.settle(node.outcome_of, node.belief, node.spent, 5e8)
+        try:
+            r = node.search(n_obs, max_nodes=40_000_000, reveal=rb, bnb_root=True)
+            value, nodes = r.value, r.nodes
+        except SearchCapExceeded:
+            value, nodes = float("nan"), 40_000_000
+        cpu = time.process_time() - t0
+        out[(n_obs, chain, seed)] = value
+        rows.append({"section": "v star", "case": f"8x{n_obs} chain {chain} seed {seed}", "what": "branch and bound",
+                     "v_star": round(value, 6), "nodes": nodes, "allowance": rb.allowance, "cpu_s": round(cpu, 2)})
+        log(f"v star 8x{n_obs} s{seed}: {value:.6f} ({nodes:,} nodes, allowance {rb.allowance}, {cpu:.1f} s)")
+    return out
+
+
+def root_bounds(rows, log, stars=None):
+    from lookahead.bounded import BoundedSearch
+    from lookahead.reveal import FULL, RevealBound
+    from planner.policies.bounded import EXHAUSTIVE_SHARE
+
+    stars = stars or {}
+    for n_obs, chain, seed in CASES + V_STAR_CASES:
+        node = _root(n_obs, chain, seed)
+        c = node.compiled
+        star = stars.get((n_obs, chain, seed))
+        if star is None and n_obs <= 20:
+            rb, _ = Bounded()._reveal(node, int(DEFAULT_WORK * EXHAUSTIVE_SHARE))
+            star = node.search(n_obs, max_nodes=50_000_000, reveal=rb, bnb_root=True).value
+        bs = BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty,
+                           node.admission.admitted, c.facts)
+        sep = bs.interval(node.outcome_of)[0]
+        rb, _ = Bounded()._reveal(node, int(DEFAULT_WORK * EXHAUSTIVE_SHARE))
+        settled = rb.value(node.outcome_of, node.belief, node.spent)
+        row = {"section": "root bounds", "case": f"8x{n_obs} chain {chain} seed {seed}", "v_star": star,
+               "separation": round(sep, 4), "reveal": round(settled, 4), "allowance": rb.allowance}
+        if n_obs <= 20:
+            full = RevealBound(c.states, len(c.prop_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits,
+                               c.penalty, node.admission.admitted, node.outcome_of, node.spent, entries=1_000_000,
+                               allowance=FULL).value(node.outcome_of, node.belief, node.spent)
+            row["reveal_full"] = round(full, 4)
+        if star is not None and star == star:
+            row["v_star"] = round(star, 6)
+            row["gap_separation"] = round((star - sep) / star, 4)
+            row["gap_reveal"] = round((star - settled) / star, 4)
+        rows.append(row)
+        log(f"root bounds 8x{n_obs} s{seed}: V* {star}, separation {sep:.4f}, reveal {settled:.4f} "
+            f"(allowance {rb.allowance})")
+
+
+def unit(rows, log):
+    cases = [(32, 0, s) for s in (1, 2, 3)] + [(40, 0, s) for s in (1, 2)] + [(24, 0, s) for s in (1, 2)]
+    rates = []
+    for n_obs, chain, seed in cases:
+        node = _root(n_obs, chain, seed)
+        t0 = time.process_time()
+        d = Bounded().decide(node)
+        cpu = time.process_time() - t0
+        ns = cpu / max(1, d.info["work"]) * 1e9
+        if not d.info["certified"]:
+            rates.append(ns)
+        rows.append({"section": "unit", "case": f"8x{n_obs} chain {chain} seed {seed}", "what": "bounded",
+                     "certified": d.info["certified"], "work": d.info["work"], "cpu_s": round(cpu, 3),
+                     "ns_per_unit": round(ns, 3)})
+        log(f"unit 8x{n_obs} s{seed}: {d.info['work']:,} units in {cpu:.3f} s ({ns:.2f} ns a unit)")
+    if rates:
+        rows.append({"section": "unit", "case": "median of the budget-bound ones", "what": "bounded",
+                     "ns_per_unit": round(float(np.median(rates)), 3)})
 
 
 def merge(rows, log):
@@ -302,7 +417,8 @@ def splice_cold(rows, command):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--skip", default="", help="comma-separated sections to skip")
+    ap.add_argument("--skip", default="", help="comma-separated sections to skip (cold, certified, invariant, "
+                                              "scale, reference, merge, bnb, vstar, bounds, unit)")
     ap.add_argument("--only", choices=("cold", "shared"),
                     help="cold: measure only the cold start and replace that section in the results, keeping the "
                          "rest; shared: only the shared-memo section, written to shared.md")
@@ -332,9 +448,17 @@ def main(argv=None):
         write(rows, "python3 bench/bench_engine.py --only shared" + (f" --base {args.base}" if args.base else ""),
               time.perf_counter() - t0, name="shared")
         return
+    stars = {}
     for name, fn in (("certified", certified), ("invariant", invariant), ("scale", scale),
-                     ("reference", reference), ("merge", merge)):
-        if name not in skip:
+                     ("reference", reference), ("merge", merge), ("bnb", branch_and_bound), ("vstar", v_star),
+                     ("bounds", root_bounds), ("unit", unit)):
+        if name in skip:
+            continue
+        if name == "vstar":
+            stars = fn(rows, log)
+        elif name == "bounds":
+            fn(rows, log, stars)
+        else:
             fn(rows, log)
     write(rows, "python3 bench/bench_engine.py" + (f" --skip {args.skip}" if args.skip else ""),
           time.perf_counter() - t0)

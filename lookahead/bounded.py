@@ -183,6 +183,7 @@ import numpy as np
 
 from lookahead.core import BUDGET_TOL, TIE, _facts_into, _holds_row, _status_into, bayes_risk, permitted_actions
 from lookahead.jit import _as_records, kernel
+from lookahead.reveal import _bound_at, empty_tables, reveal_memo
 from lookahead.search import LEAF_SLOT, NODE_SLOT, _exact_value, canonical_belief, lookup
 from lookahead.layout import (
     EXPR_AND,
@@ -237,10 +238,11 @@ _ST_CERTIFIED, _ST_BUDGET, _ST_PRICE, _ST_SPACE = 0, 1, 2, 3
 
 # counters (Graph.count)
 _C_NODES, _C_CHANCE, _C_SLOTS, _C_HASHED, _C_MERGES, _C_TRANSPOSITIONS, _C_EXPANSIONS, _C_PAIRS = 0, 1, 2, 3, 4, 5, 6, 7
-_N_COUNTS = 12
+_N_COUNTS = 13
 _C_ITERATIONS, _C_IDLE = 8, 9  # descents, and descents that found nothing to expand (stale intervals refreshed)
 _C_LOCAL = 10  # candidates generated without a new descent (the node's best candidate was still ungenerated)
 _C_EXACT = 11  # new nodes closed at their V* from a depth-first search's exact memo (BoundedSearch.use_exact)
+_C_RWORK = 12  # work units of the revelation bound (its tip term), over the graph's life
 
 _INF = np.inf
 #: Seed of the pair-table Zobrist keys (fixed: the same graph every run).
@@ -482,6 +484,22 @@ class Tables(NamedTuple):
     x_root: np.ndarray
     x_depth: int
     x_use: bool
+    rv_on: bool
+    rv_unit: int
+    rv_root: np.ndarray
+    rv_tb: object
+    rv_mm: object
+
+
+def _reveal_fields(reveal, root, unit, lik, loss, facts, cost) -> dict:
+    """The ``rv_*`` fields of :class:`Tables`: the revelation bound's tables and memo, the root they were built at
+    and the work units a generated node stands for (placeholders of the same types without one)."""
+    O = lik.shape[0]
+    if reveal is None or reveal.tables is None:
+        tb = empty_tables(lik, loss, facts, cost)
+        return dict(rv_on=False, rv_unit=1, rv_root=np.full(O, -1, dtype=np.int64), rv_tb=tb, rv_mm=reveal_memo(tb, 1))
+    return dict(rv_on=True, rv_unit=max(1, int(unit)), rv_root=np.ascontiguousarray(root, dtype=np.int64),
+                rv_tb=reveal.tables, rv_mm=reveal.memo)
 
 
 def _no_exact(O: int, Y: int) -> dict:
@@ -563,11 +581,22 @@ class Scratch(NamedTuple):
     hf: np.ndarray
     hi: np.ndarray
     hb: np.ndarray
+    rv_bel: np.ndarray
+    rv_oc: np.ndarray
+    rv_int: np.ndarray
+    rv_key: np.ndarray
+    rv_sp: np.ndarray
+    rv_vals: np.ndarray
+    rv_spbuf: np.ndarray
 
 
-def _new_scratch(O: int, S: int, A: int, D: int, P: int, N: int, K: int) -> Scratch:
+def _new_scratch(O: int, S: int, A: int, D: int, P: int, N: int, K: int, T: int = 1) -> Scratch:
     M = min(S, SEP_MAX_SUPPORT) + 1
-    return Scratch(ocb=np.empty(O, dtype=np.int16), elig=np.zeros(O, dtype=np.bool_),
+    T = max(1, T)
+    return Scratch(rv_bel=np.zeros((1, S)), rv_oc=np.zeros(O, dtype=np.int64), rv_int=np.zeros((T, 3), dtype=np.int64),
+                   rv_key=np.zeros((T, 2), dtype=np.uint64), rv_sp=np.zeros((T, D)),
+                   rv_vals=np.zeros(N + 1, dtype=np.bool_), rv_spbuf=np.zeros(D),
+                   ocb=np.empty(O, dtype=np.int16), elig=np.zeros(O, dtype=np.bool_),
                    path=np.zeros(O + 2, dtype=np.int64), work=np.empty((3, P), dtype=np.int64),
                    vals=np.zeros((2, N), dtype=np.bool_), work2=np.empty((3, P), dtype=np.int64),
                    vals2=np.zeros((2, N), dtype=np.bool_), bel=np.empty(S), spent=np.empty(D), need=np.zeros(D),
@@ -1197,6 +1226,23 @@ def _find_or_create(g, ocb, t, f, w):
         lh0 = r
     else:
         lh, lh0 = _tip_bound(ocb, bel, spent, step_cost, permitted, work[2], t, f, w)
+        if t.rv_on:
+            # the revelation term (lookahead.reveal), at nodes below the root its tables were built at
+            below = True
+            for o in range(O):
+                if t.rv_root[o] >= 0 and ocb[o] != t.rv_root[o]:
+                    below = False
+            if below:
+                for s in range(S):
+                    w.rv_bel[0, s] = bel[s]
+                for o in range(O):  # (as int64: the depth-first search's type, one compiled signature)
+                    w.rv_oc[o] = ocb[o]
+                none = np.int64(-1)  # (not the literal -1: numba would compile _bound_at once more for it)
+                rv, rw = _bound_at(t.rv_tb, t.rv_mm, w.rv_oc, w.rv_bel, lik, work, none, none, w.rv_int, w.rv_key,
+                                   w.rv_sp, w.rv_vals, w.rv_spbuf)
+                count[_C_RWORK] += rw
+                if rv > lh:
+                    lh = rv
     if lh > r:
         lh = r
     if lh0 > lh:
@@ -1278,6 +1324,7 @@ def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f,
     ocb, elig, path, work, vals = w.ocb, w.elig, w.path, w.work, w.vals  # (allocated once: see Scratch)
 
     generated = 0
+    rw_seen = count[_C_RWORK]
     next_check = (done // 1000 + 1) * 1000 - done
     depth = 0
     # the root, and below it every new node, is found by its pairs (Zobrist), else by its equivalence key
@@ -1345,6 +1392,9 @@ def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f,
             # the budget's unit: every successor looked at, new, merged or found by its pairs (the search's
             # time is proportional to it; counting only new nodes let merge-heavy domains run unbounded)
             generated += n if grow >= 0 else count[_C_NODES] - before
+            if t.rv_on:  # the revelation bound's work, in the budget's unit
+                generated += (count[_C_RWORK] - rw_seen) // t.rv_unit
+                rw_seen = count[_C_RWORK] - (count[_C_RWORK] - rw_seen) % t.rv_unit
             if grow >= 0 and generated < budget and nf[i, _LO] < nf[i, _UP]:
                 # stay at this node while its best candidate is still ungenerated, instead of a new descent
                 # from the root (which often comes back here): with many interchangeable candidates that
@@ -1495,6 +1545,9 @@ class BoundedResult(NamedTuple):
         The root's index in the graph.
     reused : int
         New nodes closed at their V* from the exact memo (:meth:`BoundedSearch.use_exact`), over the graph's life.
+    bound_work : int
+        Work units of the revelation bound's tip term over the graph's life (counted in ``nodes`` as well, at the
+        search's ``reveal_unit`` units a node).
     """
 
     lo: float
@@ -1509,6 +1562,7 @@ class BoundedResult(NamedTuple):
     transpositions: int
     root: int
     reused: int = 0
+    bound_work: int = 0
 
     @property
     def gap(self) -> float:
@@ -1695,7 +1749,8 @@ class BoundedSearch:
 
     def __init__(self, prior, lik, n_outcomes, loss, cost, limits, penalty, admitted, facts, *,
                  max_bytes: int = MAX_GRAPH_BYTES, bound: int = BOUND_SEPARATION, separation_tables: bool = True,
-                 table_terms: int | None = None, state_tables: bool = True):
+                 table_terms: int | None = None, state_tables: bool = True, reveal=None, reveal_root=None,
+                 reveal_unit: int = 1):
         self.prior = np.ascontiguousarray(prior, dtype=np.float64)
         self.lik = np.ascontiguousarray(lik, dtype=np.float64)
         self.n_outcomes = np.ascontiguousarray(n_outcomes, dtype=np.int64)
@@ -1754,10 +1809,13 @@ class BoundedSearch:
                              zob=zobrist, cls_of=cls, sep=sep, rho=rho, rho_order=rho_order,
                              cost_order=cost_order,
                              pen_order=np.argsort(self.penalty, kind="stable").astype(np.int64),
-                             pair_id=pair_id, pair_f=pair_f, gated=gated, bound=int(bound), **_no_exact(O, Y))
+                             pair_id=pair_id, pair_f=pair_f, gated=gated, bound=int(bound), **_no_exact(O, Y),
+                             **_reveal_fields(reveal, reveal_root, reveal_unit, self.lik, self.loss, facts, self.cost))
         self.exact = None
+        self.reveal = reveal
         self.scratch = _new_scratch(O, S, self.loss.shape[0], self.cost.shape[1], facts.action_mentions.shape[1],
-                                    facts.expr_kind.shape[0], int(cls.max()) + 1 if S else 1)
+                                    facts.expr_kind.shape[0], int(cls.max()) + 1 if S else 1,
+                                    self.tables.rv_tb.prop.shape[0])
         self.clear()
 
     def use_exact(self, memo) -> None:
@@ -1911,7 +1969,7 @@ class BoundedSearch:
                              stopped=stopped, nodes=done, graph_nodes=int(cnt[_C_NODES]),
                              expansions=int(cnt[_C_EXPANSIONS]), merges=int(cnt[_C_MERGES]),
                              transpositions=int(cnt[_C_TRANSPOSITIONS]), root=int(root),
-                             reused=int(cnt[_C_EXACT]))
+                             reused=int(cnt[_C_EXACT]), bound_work=int(cnt[_C_RWORK]))
 
     def interval(self, outcome_of) -> tuple:
         """``(L, U)`` the graph holds for the node `outcome_of` (adding it, unexpanded, if new)."""

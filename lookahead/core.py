@@ -35,6 +35,7 @@ __all__ = [
     "available_observations",
     "node_facts",
     "affordable",
+    "limit_tol",
     "bayes_risk",
     "outcome_probs",
     "posterior",
@@ -234,9 +235,19 @@ def node_facts(outcome_of, facts):
 def affordable(o, spent, cost, limits):
     """True when acquiring `o` keeps every dimension within its hard limit."""
     for d in range(limits.shape[0]):
-        if spent[d] + cost[o, d] > limits[d] + BUDGET_TOL:
+        if spent[d] + cost[o, d] > limit_tol(limits[d]):
             return False
     return True
+
+
+@kernel(inline="always")
+def limit_tol(limit):
+    """A hard limit with the budget tolerance: what ``spent + cost`` may reach (``inf`` stays ``inf``).
+
+    >>> limit_tol(0.3) >= 0.1 + 0.2
+    True
+    """
+    return limit + BUDGET_TOL
 
 
 @kernel(writable=("belief", "permitted"))

@@ -253,6 +253,7 @@ from lookahead.core import (
     bayes_risk,
     permitted_actions,
 )
+from lookahead.reveal import _node_terms, _term_value
 from lookahead.layout import EXPR_ESTABLISHED, EXPR_OR, EXPR_RETURNED, NO_EXPR, NOT_TAKEN
 
 __all__ = [
@@ -303,8 +304,10 @@ _PAUSE = 4  # stopped at a node's entry: past ``st[_ST_PAUSE]`` nodes (the Pytho
 
 # indices into the kernel's stats array (int64) and its float results
 (_ST_NODES, _ST_HITS, _ST_NODE_ENTRIES, _ST_LEAF_ENTRIES, _ST_CAPACITY, _ST_PRUNED, _ST_STATUS,
- _ST_LEV, _ST_MERGED, _ST_NOOPS, _ST_CERTAIN, _ST_REUSED, _ST_PAUSE) = range(13)
-_N_STATS = 13
+ _ST_LEV, _ST_MERGED, _ST_NOOPS, _ST_CERTAIN, _ST_REUSED, _ST_PAUSE, _ST_BWORK, _ST_BPRUNED) = range(15)
+_N_STATS = 15
+#: ``best`` of a node entry that holds only a lower bound (branch and bound: the node passed its ceiling).
+LOWER = -2
 _FST_VALUE, _FST_TREE = 0, 1
 
 
@@ -379,6 +382,17 @@ class SearchResult(NamedTuple):
         Pure-cost observations skipped below the root (summed over nodes).
     certain : int
         Certain nodes returned at their risk without expanding them.
+    reused : int
+        Children given their V* from an exact memo (``exact``).
+    exact : ExactMemo or None
+        The exact memo the search read.
+    q_lo : float64[O] or None
+        With branch and bound: a lower bound on each root candidate's Q (``q`` itself where computed; the
+        revelation bound, or what the search proved before cutting it, where left out).
+    bound_work : int
+        Work units the revelation bound spent (its values and the lookups of the search).
+    bnb_pruned : int
+        Candidates branch and bound left out (summed over nodes).
     """
 
     value: float
@@ -400,6 +414,9 @@ class SearchResult(NamedTuple):
     certain: int = 0
     reused: int = 0
     exact: "ExactMemo | None" = None
+    q_lo: "np.ndarray | None" = None
+    bound_work: int = 0
+    bnb_pruned: int = 0
 
 
 class ExactMemo(NamedTuple):
@@ -624,7 +641,7 @@ def _probs_into(bel, lev, supp, ns, support, lik, o, n_y, neutral, check, probs,
 @kernel
 def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob,
             depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab, bufs, merge, mentioned,
-            support, skip_noops, skip_certain, xm):
+            support, skip_noops, skip_certain, xb):
     """Run the depth-first search from the state in ``st``/``fst`` until it ends or a table needs room.
 
     Returns :data:`_OK`, :data:`_CAP`, or :data:`_GROW_NODES` / :data:`_GROW_LEAVES` / :data:`_PAUSE`: the
@@ -637,6 +654,11 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
      sorted_o, sorted_y, pre, leaf_bel, work, vals, can, flags, leaf_work, leaf_vals, oc, expected, mkey, belu, spu,
      need, supp, nsup, mins, isnoop) = bufs
     est_prop, est_kind, est_value = facts.est_prop, facts.est_kind, facts.est_value
+    xm, bb = xb  # (one argument: past 30, CPython passes a call's arguments as a tuple numba cannot compile)
+    # branch and bound (module docstring, "Branch and bound"): switches, the revelation bound and its buffers
+    (bnb, bnb_root, node_unit, tb, rmm, beta, qlo, clb, pall, corder, ncand, cidx, curbest, lbmin, ccut, cceil, rest,
+     qv, qst, qlow, rv_int, rv_key, rv_sp, rvals, rsp, nbb, bb_min_r, bb_one_term) = bb
+    n_terms = tb.prop.shape[0]
     ex_nodes, ex_leaves, ex_dk, ex_depth, use_exact = xm  # the exact memo read (module docstring, "Exact entries")
     ek, ea, eb = facts.expr_kind, facts.expr_a, facts.expr_b
     es, ec, ech = facts.expr_start, facts.expr_count, facts.expr_children
@@ -659,6 +681,8 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     certain = st[_ST_CERTAIN]
     reused = st[_ST_REUSED]
     pause_at = st[_ST_PAUSE]  # -1: never
+    bwork = st[_ST_BWORK]  # work units of the bound (branch and bound), counted against the cap in nodes
+    bpruned = st[_ST_BPRUNED]
     ns = nsup[lev]
     per_node = 2 if merge else 1  # merging stores a node under its equivalence key and its pairs' key
     status = _OK
@@ -669,6 +693,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
         v = 0.0
         b = -1
         sub = 1.0
+        vexact = True  # with branch and bound: False where v is only a lower bound (at least the node's ceiling)
         if entering:
             # room (load 1/2) for this node and every open one above it, and (load 3/4) for its leaves
             if memo and r >= 1 and 2 * (n_node_entries + per_node * (lev + 1)) > nodes_tab.shape[0]:
@@ -677,7 +702,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
             if memo and r <= 1 and 4 * (n_leaf_entries + n_slots) > 3 * leaf_tab.shape[0]:
                 status = _GROW_LEAVES
                 break
-            if pause_at >= 0 and nodes > pause_at:  # saved like a growth stop: the search goes on from here
+            if pause_at >= 0 and nodes + bwork // node_unit > pause_at:  # saved like a growth stop: goes on from here
                 status = _PAUSE
                 break
             entering = False
@@ -748,6 +773,8 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                                        est_prop, est_value, mentioned, work, need, supp, ns, support)
                 if lev > 0:
                     slot = _find(nodes_tab, _slot_key(mkey[lev] ^ depth_key[r]))
+                    if slot >= 0 and nodes_tab[slot].best == LOWER and nodes_tab[slot].value < beta[lev]:
+                        slot = -1  # only a lower bound, below this node's ceiling: search it
                     if slot >= 0:  # an equivalent node reached by another set of pairs
                         hit = True
                         merged += 1
@@ -755,11 +782,14 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         v = nodes_tab[slot].value
                         b = nodes_tab[slot].best
                         sub = nodes_tab[slot].count
+                        if b == LOWER:
+                            vexact = False
+                            sub = 0.0
                         done = True
                     elif use_exact and ex_depth - lev >= 1:
                         # an equivalent node the full-depth search completed: its V*, at its level there
                         slot = _find(ex_nodes, _slot_key(mkey[lev] ^ ex_dk[ex_depth - lev]))
-                        if slot >= 0:
+                        if slot >= 0 and ex_nodes[slot].best != LOWER:
                             hit = True
                             reused += 1
                             nodes -= 1
@@ -976,7 +1006,180 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                     best_v[lev] = np.inf
                     best_o[lev] = -1
                     tc[lev] = 1.0
-        if not done:
+                    nbb[lev] = bnb and (r >= bb_min_r or lev == 0)
+                    if nbb[lev]:
+                        # every candidate's lower bound, penalty + sum_y P(y) L(child), L the revelation bound;
+                        # candidates in increasing order of it (ties: index order)
+                        _node_terms(tb, oc, work, rv_int, rv_key, rv_sp)
+                        t_lo = 0
+                        t_hi = n_terms
+                        if bb_one_term and n_terms > 1:  # the children read only the term largest here
+                            bt = -np.inf
+                            for t in range(n_terms):
+                                tv, tw = _term_value(tb, rmm, t, rv_int, rv_key, rv_sp, oc, bel, lev, -1, 0, lik, rsp,
+                                                     rvals)
+                                bwork += tw
+                                if tv > bt:
+                                    bt = tv
+                                    t_lo = t
+                            t_hi = t_lo + 1
+                        nc = 0
+                        for o in range(O):
+                            qst[lev, o] = 0
+                            if not elig[lev, o]:
+                                continue
+                            if lev > 0 and penalty[o] >= bound[lev] + PRUNE_MARGIN:
+                                pruned += 1
+                                continue
+                            _probs_into(bel, lev, supp, ns, support, lik, o, n_outcomes[o], neutral,
+                                        skip_noops and lev > 0, probs, isnoop)
+                            if isnoop[lev]:
+                                noops += 1
+                                continue
+                            ql = penalty[o]
+                            for y in range(n_outcomes[o]):
+                                pr = probs[lev, y]
+                                pall[lev, o, y] = pr
+                                lb = 0.0
+                                if pr > 0.0:
+                                    lb = -np.inf
+                                    for t in range(t_lo, t_hi):
+                                        tv, tw = _term_value(tb, rmm, t, rv_int, rv_key, rv_sp, oc, bel, lev, o,
+                                                             y, lik, rsp, rvals)
+                                        bwork += tw
+                                        if tv > lb:
+                                            lb = tv
+                                clb[lev, o, y] = lb
+                                ql += lb
+                            qlo[lev, o] = ql
+                            if lev == 0:
+                                qlow[o] = ql
+                            i = nc
+                            while i > 0 and qlo[lev, corder[lev, i - 1]] > ql:
+                                corder[lev, i] = corder[lev, i - 1]
+                                i -= 1
+                            corder[lev, i] = o
+                            nc += 1
+                        ncand[lev] = nc
+                        cidx[lev] = -1
+                        curbest[lev] = rk
+                        lbmin[lev] = np.inf
+                        ccut[lev] = False
+        if not done and nbb[lev]:
+            # a node whose children are nodes, with branch and bound (module docstring): the next child of the
+            # current candidate, or the next candidate whose lower bound is below its ceiling, or the node is done
+            o = cur_o[lev]
+            found = False
+            while True:
+                if o >= 0 and not ccut[lev]:
+                    y = cur_y[lev] + 1
+                    while y < n_outcomes[o] and probs[lev, y] <= 0.0:
+                        y += 1
+                    if y < n_outcomes[o]:
+                        found = True
+                        break
+                    # every outcome of o is in, each exact: Q = penalty + expectation
+                    q = penalty[o] + acc[lev]
+                    if lev == 0:
+                        expected[o] = acc[lev]
+                        qlow[o] = q
+                    qv[lev, o] = q
+                    qst[lev, o] = 1
+                    if q < minq[lev]:
+                        minq[lev] = q
+                    if q < curbest[lev]:
+                        curbest[lev] = q
+                cidx[lev] += 1
+                if cidx[lev] >= ncand[lev]:
+                    break
+                o = corder[lev, cidx[lev]]
+                ceil = curbest[lev]
+                if beta[lev] < ceil:
+                    ceil = beta[lev]
+                ceil += PRUNE_MARGIN
+                if lev == 0 and not bnb_root:
+                    ceil = np.inf  # every root candidate's Q, exactly (the candidate table)
+                if qlo[lev, o] >= ceil:  # so is every later one's: none can beat the best, or the ceiling
+                    if qlo[lev, o] < lbmin[lev]:
+                        lbmin[lev] = qlo[lev, o]
+                    bpruned += ncand[lev] - cidx[lev]
+                    cidx[lev] = ncand[lev]
+                    break
+                cceil[lev] = ceil
+                ccut[lev] = False
+                acc[lev] = 0.0
+                rest[lev] = qlo[lev, o] - penalty[o]
+                for yy in range(n_outcomes[o]):
+                    probs[lev, yy] = pall[lev, o, yy]
+                cur_o[lev] = o
+                cur_y[lev] = -1
+            if found:
+                cur_o[lev] = o
+                cur_y[lev] = y
+                pr = probs[lev, y]
+                rest[lev] -= clb[lev, o, y]  # the lower bounds of the outcomes after y
+                # the child's ceiling: past it, Q reaches the candidate's ceiling whatever the other outcomes give
+                cb = (cceil[lev] - penalty[o] - acc[lev] - rest[lev]) / pr
+                ch = h[lev] ^ zob[o, y]
+                if memo:
+                    slot = _find(nodes_tab, _slot_key(ch ^ depth_key[r - 1]))
+                    if slot >= 0:
+                        if nodes_tab[slot].best != LOWER:
+                            hits += 1
+                            acc[lev] += pr * nodes_tab[slot].value
+                            tc[lev] += nodes_tab[slot].count
+                            continue
+                        if nodes_tab[slot].value >= cb:  # a lower bound already past the ceiling: cut
+                            hits += 1
+                            low = penalty[o] + acc[lev] + pr * nodes_tab[slot].value + rest[lev]
+                            if low < lbmin[lev]:
+                                lbmin[lev] = low
+                            if lev == 0 and low > qlow[o]:
+                                qlow[o] = low
+                            ccut[lev] = True
+                            continue
+                if use_exact:  # V* of the child, where the full-depth search completed it ("Exact entries")
+                    xv, xc = _exact_value(ex_nodes, ex_leaves, ex_dk, ex_depth - lev - 1, ch)
+                    if xc > 0.0:
+                        reused += 1
+                        acc[lev] += pr * xv
+                        tc[lev] += xc
+                        continue
+                nodes += 1
+                if nodes + bwork // node_unit > max_nodes:
+                    status = _CAP
+                    break
+                oc[o] = y
+                lev += 1
+                path_o[lev] = o
+                path_y[lev] = y
+                h[lev] = ch
+                beta[lev] = cb
+                entering = True
+                continue
+            # node done: exact where its value is below its ceiling (every candidate left out is at least the
+            # best plus the margin); the choice follows the tie rule over the exact candidates, in index order
+            v = risk[lev]
+            if minq[lev] < v:
+                v = minq[lev]
+            if v < beta[lev]:
+                bo = -1
+                bv = np.inf
+                for oo in range(O):
+                    if qst[lev, oo] == 1:
+                        q = qv[lev, oo]
+                        if bo < 0 or q < bv - tie or (q <= bv + tie and penalty[oo] < penalty[bo] - tie):
+                            bv = q
+                            bo = oo
+                b = bo if (bo >= 0 and bv < risk[lev] - tie) else -1
+                sub = tc[lev]
+            else:
+                if lbmin[lev] < v:
+                    v = lbmin[lev]
+                vexact = False
+                b = LOWER
+                sub = 0.0
+        elif not done:
             # a node whose children are nodes (remaining depth >= 2): the next child, or the node is done
             o = cur_o[lev]
             y = cur_y[lev] + 1
@@ -1050,6 +1253,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                 path_o[lev] = o
                 path_y[lev] = y
                 h[lev] = ch
+                beta[lev] = np.inf
                 entering = True
                 continue
             # node done: V = min(R, min_o Q); the plan's choice follows the tie rule
@@ -1070,7 +1274,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                         nodes_tab[slot].key = key
                         n_node_entries += 1
                     nodes_tab[slot].value = v
-                    nodes_tab[slot].count = sub
+                    nodes_tab[slot].count = sub if vexact else -1.0
                     nodes_tab[slot].best = b
             else:
                 slot = _find(leaf_tab, key)
@@ -1085,8 +1289,17 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
             break
         oc[path_o[lev]] = NOT_TAKEN
         lev -= 1
-        acc[lev] += probs[lev, cur_y[lev]] * v
-        tc[lev] += sub
+        if vexact:
+            acc[lev] += probs[lev, cur_y[lev]] * v
+            tc[lev] += sub
+        else:  # the child passed its ceiling: so does the candidate's Q; cut it
+            o = cur_o[lev]
+            low = penalty[o] + acc[lev] + probs[lev, cur_y[lev]] * v + rest[lev]
+            if low < lbmin[lev]:
+                lbmin[lev] = low
+            if lev == 0 and low > qlow[o]:
+                qlow[o] = low
+            ccut[lev] = True
     st[_ST_LEV] = lev
     st[_ST_NODES] = nodes
     st[_ST_HITS] = hits
@@ -1097,6 +1310,8 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     st[_ST_NOOPS] = noops
     st[_ST_CERTAIN] = certain
     st[_ST_REUSED] = reused
+    st[_ST_BWORK] = bwork
+    st[_ST_BPRUNED] = bpruned
     st[_ST_STATUS] = status
     return status
 
@@ -1104,7 +1319,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
 @kernel(writable=("belief", "outcome_of", "spent", "root_mask", "admitted"))
 def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts,
                 cost, limits_tol, penalty, n_values, zob, depth_key, tie, prune, memo, max_nodes, capacity, merge,
-                support, skip_noops, skip_certain, xm):
+                support, skip_noops, skip_certain, xm, bb):
     """Iterative depth-first expectimax; see the module docstring.
 
     Parameters are the root's ``belief : float64[S]``, ``outcome_of : int64[O]``,
@@ -1131,7 +1346,7 @@ def _expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_ou
     st[_ST_PAUSE] = -1
     nodes_tab, leaf_tab = _drive(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost,
                                  limits_tol, penalty, zob, depth_key, tie, prune, memo, max_nodes, merge, support,
-                                 skip_noops, skip_certain, xm, state, nodes_tab, leaf_tab)
+                                 skip_noops, skip_certain, xm, bb, state, nodes_tab, leaf_tab)
     bufs = state[0]  # bufs[3]: risk per level, bufs[28]: expected (see _setup)
     return fst[_FST_VALUE], bufs[3][0], bufs[28], fst[_FST_TREE], st, nodes_tab, leaf_tab
 
@@ -1224,7 +1439,7 @@ def _setup(belief, outcome_of, spent, root_mask, depth, lik, n_outcomes, loss, f
 
 @kernel(writable=("belief", "spent", "admitted"))
 def _drive(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob,
-           depth_key, tie, prune, memo, max_nodes, merge, support, skip_noops, skip_certain, xm, state, nodes_tab,
+           depth_key, tie, prune, memo, max_nodes, merge, support, skip_noops, skip_certain, xm, bb, state, nodes_tab,
            leaf_tab):
     """Run :func:`_search` from the state `state`, `st`, `fst` (:func:`_setup`'s, or a paused run's), growing a
     table whenever it stops for room, until it ends, stops at its cap or pauses (``st[_ST_STATUS]``).
@@ -1235,7 +1450,7 @@ def _drive(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts
     while True:
         status = _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol,
                          penalty, zob, depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab,
-                         bufs, merge and memo, mentioned, support, skip_noops, skip_certain, xm)
+                         bufs, merge and memo, mentioned, support, skip_noops, skip_certain, (xm, bb))
         if status == _GROW_NODES:
             nodes_tab = _grown(nodes_tab)
         elif status == _GROW_LEAVES:
@@ -1248,7 +1463,8 @@ def _drive(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts
 
 def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_outcomes, loss, facts, cost,
                limits, penalty, n_values, *, prune=True, memo=True, max_nodes=None, merge=None, support=None,
-               skip_noops=True, certain=True, exact=None, python_nodes=None) -> SearchResult:
+               skip_noops=True, certain=True, exact=None, python_nodes=None, reveal=None,
+               bnb_root=False) -> SearchResult:
     """Depth-`depth` memoised expectimax from one root node.
 
     Parameters
@@ -1309,6 +1525,17 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
         saved at a node's entry, as when a table grows): one search, the same
         nodes in the same order, so the same result bit for bit, whichever
         tier finished it. None: run in the module's current tier.
+    reveal : lookahead.reveal.RevealBound, optional
+        Branch and bound (module docstring) with this revelation bound, built
+        at this same root (None: none, the plain search). The value and the
+        choice at the root are those of the search without it, bit for bit;
+        below the root, candidates that cannot beat the best (or the node's
+        ceiling) are left out. Its work counts against the node cap
+        (``SearchResult.bound_work``).
+    bnb_root : bool
+        With `reveal`, also leave out root candidates that cannot beat the
+        best: their ``expected`` is ``nan`` and ``q_lo`` holds their lower
+        bound. False (the default) computes every root candidate's Q.
 
     Returns
     -------
@@ -1367,29 +1594,36 @@ def expectimax(belief, outcome_of, spent, root_mask, admitted, depth, lik, n_out
                  np.ascontiguousarray(admitted, dtype=np.bool_))
     switches = (bool(merge), bool(support), bool(prune and skip_noops and nonneg), bool(prune and certain and nonneg))
     xm = _exact_args(exact, memo)
+    # branch and bound rests on every penalty being >= 0 too (a lower bound of a child is a bound on its Q)
+    bb = _bnb_args(reveal if (memo and prune and nonneg) else None, bool(bnb_root), depth, len(belief), lik, loss,
+                   facts, cost)
     if python_nodes is not None and not jit.forced() and not jit.compiled([__name__]):
         value, risk, expected, tree, stats, node_tab, leaf_tab = _python_first(
             int(python_nodes), root_args, depth, lik, n_outcomes, loss, facts, cost, limits_tol, penalty,
-            int(n_values), zob, dk, bool(prune), bool(memo), int(max_nodes), switches, xm)
+            int(n_values), zob, dk, bool(prune), bool(memo), int(max_nodes), switches, xm, bb)
     else:
         value, risk, expected, tree, stats, node_tab, leaf_tab = _expectimax(
             *root_args, depth, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, int(n_values), zob, dk, TIE,
-            bool(prune), bool(memo), int(max_nodes), INITIAL_CAPACITY, *switches, xm)
+            bool(prune), bool(memo), int(max_nodes), INITIAL_CAPACITY, *switches, xm, bb)
     if stats[_ST_STATUS] == _CAP:
         # to the depth bound, every node the search completed has its V* (module docstring, "Exact entries")
         kept = ExactMemo((node_tab, leaf_tab), zob, dk, depth, root) if depth == bound and memo else None
         raise SearchCapExceeded(int(max_nodes), depth, kept)
     q = np.asarray(penalty) + expected
+    q_lo = None
+    if bb[0]:
+        q_lo = np.where(np.isnan(q), bb[_BB_QLOW], q)
     return SearchResult(value=float(value), risk=float(risk), expected=expected, q=q, depth=depth,
                         nodes=int(stats[_ST_NODES]), hits=int(stats[_ST_HITS]), entries=int(stats[_ST_NODE_ENTRIES] + stats[_ST_LEAF_ENTRIES]),
                         capacity=int(stats[_ST_CAPACITY]), pruned=int(stats[_ST_PRUNED]), tree_nodes=float(tree),
                         table=(node_tab, leaf_tab), zobrist=zob, depth_keys=dk, merged=int(stats[_ST_MERGED]),
                         noops=int(stats[_ST_NOOPS]), certain=int(stats[_ST_CERTAIN]), reused=int(stats[_ST_REUSED]),
-                        exact=exact)
+                        exact=exact, q_lo=q_lo, bound_work=int(stats[_ST_BWORK]),
+                        bnb_pruned=int(stats[_ST_BPRUNED]))
 
 
 def _python_first(allowance, root_args, depth, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, n_values,
-                  zob, dk, prune, memo, max_nodes, switches, xm):
+                  zob, dk, prune, memo, max_nodes, switches, xm, bb):
     """:func:`_expectimax` in the Python tier for at most `allowance` nodes, then, where it paused, compiled.
 
     The Python tier's :func:`_setup` builds the state, :func:`_drive` runs it with ``st[_ST_PAUSE]`` set; a
@@ -1402,10 +1636,10 @@ def _python_first(allowance, root_args, depth, lik, n_outcomes, loss, facts, cos
                                                 facts, n_values, INITIAL_CAPACITY, support)
     st[_ST_PAUSE] = max(1, allowance)
     rest = (depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob, dk, TIE,
-            prune, memo, max_nodes, merge, support, skip_noops, skip_certain, xm, state)
+            prune, memo, max_nodes, merge, support, skip_noops, skip_certain, xm, bb, state)
     node_tab, leaf_tab = _drive(st, fst, *rest, node_tab, leaf_tab)
     if st[_ST_STATUS] == _PAUSE:
-        jit.ensure_compiled([__name__])
+        jit.ensure_compiled([__name__, "lookahead.reveal"])
         st[_ST_PAUSE] = -1
         # the tables as plain structured arrays, as the compiled tier makes them (one signature of _drive)
         node_tab, leaf_tab = _drive(st, fst, *rest, node_tab.view(NODE_SLOT), leaf_tab.view(LEAF_SLOT))
@@ -1416,6 +1650,40 @@ def _python_first(allowance, root_args, depth, lik, n_outcomes, loss, facts, cos
 # (record-dtype views, as lookahead.jit hands structured arrays to the Python tier: inside a tuple it does not)
 _NO_TABLE = (_as_records(np.zeros(1, dtype=NODE_SLOT)), _as_records(np.zeros(1, dtype=LEAF_SLOT)),
              np.zeros(1, dtype=KEY))
+
+
+#: Where the root candidates' lower bounds are in the branch-and-bound tuple (:func:`_bnb_args`).
+_BB_QLOW = 19
+#: Branch and bound bounds the candidates of nodes with at least this remaining depth (and the root's); below,
+#: a node is searched whole.
+BB_MIN_R = 2
+#: Children read only the term of the revelation bound that is largest at their parent.
+BB_ONE_TERM = True
+
+
+def _bnb_args(reveal, bnb_root, depth, S, lik, loss, facts, cost):
+    """The kernel's ``bb``: branch and bound's switches, the revelation bound's tables and memo, and its buffers
+    (placeholders of the same types when `reveal` is None or has no term: one compiled signature either way)."""
+    from lookahead.reveal import empty_tables, reveal_memo
+
+    O, Y = lik.shape[0], lik.shape[1]
+    A, D = loss.shape[0], cost.shape[1]
+    N = np.asarray(facts.expr_kind).shape[0]
+    L = int(depth) + 1
+    on = reveal is not None and reveal.tables is not None
+    if on:
+        tb, mm = reveal.tables, reveal.memo
+    else:
+        tb = empty_tables(lik, loss, facts, cost)
+        mm = reveal_memo(tb, 1)
+    T = max(1, tb.prop.shape[0])
+    return (on, bool(bnb_root) and on, INT(max(1, S * (A + Y * O))), tb, mm, np.full(L, np.inf),
+            np.zeros((L, O)), np.zeros((L, O, Y)), np.zeros((L, O, Y)), np.zeros((L, O), dtype=INT),
+            np.zeros(L, dtype=INT), np.zeros(L, dtype=INT), np.zeros(L), np.zeros(L), np.zeros(L, dtype=np.bool_),
+            np.zeros(L), np.zeros(L), np.zeros((L, O)), np.zeros((L, O), dtype=INT), np.full(O, np.nan),
+            np.zeros((T, 3), dtype=INT), np.zeros((T, 2), dtype=KEY), np.zeros((T, D)),
+            np.zeros(N + 1, dtype=np.bool_), np.zeros(D), np.zeros(L, dtype=np.bool_), INT(BB_MIN_R),
+            bool(BB_ONE_TERM))
 
 
 def _exact_args(exact, memo):
@@ -1541,7 +1809,10 @@ def exact_progress(memo: ExactMemo, belief, root_mask, lik, n_outcomes) -> tuple
     re = int(memo.depth) - 1
     if re < 0:
         return 0, len(cand)
-    held = (memo.table[0] if re >= 1 else memo.table[1])["key"]
+    table = memo.table[0] if re >= 1 else memo.table[1]
+    held = table["key"]
+    # a node entry that holds only a lower bound (branch and bound) is not a completed child
+    exact = table["best"] != LOWER if re >= 1 else np.ones(held.shape[0], dtype=bool)
     last = held.shape[0] - 1  # a power of two, less one
 
     def stored(key) -> bool:  # _find's linear probe, a few slots per key (a sort of the table would cost seconds)
@@ -1549,7 +1820,7 @@ def exact_progress(memo: ExactMemo, belief, root_mask, lik, n_outcomes) -> tuple
         i = int(key & KEY(last))
         while held[i] != 0:
             if held[i] == key:
-                return True
+                return bool(exact[i])
             i = (i + 1) & last
         return False
 
@@ -1597,6 +1868,8 @@ def lookup(result: SearchResult, pairs, remaining: int):
         return None
     if remaining == 0:
         return float(table[slot]["value"]), -1
+    if int(table[slot]["best"]) == LOWER:  # only a lower bound (branch and bound): no value, no plan
+        return None
     return float(table[slot]["value"]), int(table[slot]["best"])
 
 

@@ -34,9 +34,9 @@ __all__ = ["KERNEL_MODULES", "SEARCH_MODULES", "PYTHON_SEARCH_WORK", "search_wor
            "python_nodes"]
 
 #: The kernel modules the planner runs (what ``planner warm`` compiles).
-KERNEL_MODULES = ("lookahead.core", "lookahead.search", "lookahead.bounded")
+KERNEL_MODULES = ("lookahead.core", "lookahead.search", "lookahead.reveal", "lookahead.bounded")
 #: The search kernels (compiled together when a search's work pays for it).
-SEARCH_MODULES = ("lookahead.search", "lookahead.bounded")
+SEARCH_MODULES = ("lookahead.search", "lookahead.reveal", "lookahead.bounded")
 #: Work units (state-operations) a bounded decision's exhaustive search runs in the Python tier before it switches
 #: to the compiled one and goes on from where it paused (:func:`python_nodes`; the same search, the same bits).
 #: Measured 2026-12-03 on the shared 2-core machine (load about 2): the Python tier ran 1.15-1.2 million units per

@@ -153,13 +153,14 @@ from lookahead.bounded import (
     separation_table_terms,
 )
 from lookahead.core import TIE, reachable_actions
+from lookahead.reveal import GRID, MAX_CELLS, RevealBound, table_work
 from lookahead.search import SearchCapExceeded, depth_bound, exact_progress, plan_from
 from planner.errors import PolicyError
 from planner.node import Decision
 from planner.policies.base import Policy, pick_best, positive_int
 from planner.policies.onestep import one_step_table
 from planner.policies.plans import named_plan, plan_text
-from planner.tiers import prepare_search, python_nodes
+from planner.tiers import PYTHON_SEARCH_WORK, prepare_search, python_nodes
 
 __all__ = ["Bounded", "DEFAULT_WORK", "EXHAUSTIVE_SHARE", "RESUME_SHARE", "DEEPENING_SHARE", "BEST_FIRST_UNIT",
            "TABLE_UNIT",
@@ -172,6 +173,13 @@ EXHAUSTIVE_SHARE = 0.5
 #: The share of the budget the exhaustive search may spend more, resumed, where it finished one root candidate
 #: within :data:`EXHAUSTIVE_SHARE` (see ``Bounded._resume``).
 RESUME_SHARE = 0.25
+#: A finished exhaustive search that left root candidates out is repeated computing every root candidate's Q
+#: (the candidate table), given this many times what it spent, where that much of the exhaustive share is left
+#: (measured 1.2-2.8 times on generated 8-state domains of 12-16 observations; more on some).
+EVERY_FACTOR = 3
+#: The plain exhaustive search gets this many work units first (the Python tier's allowance,
+#: :data:`planner.tiers.PYTHON_SEARCH_WORK`): where it finishes, the decision needs no revelation bound.
+SMALL_WORK = PYTHON_SEARCH_WORK
 #: The share of the budget kept for the depth-limited searches after the best-first one (which gets the rest).
 DEEPENING_SHARE = 0.125
 #: A best-first node's cost per term of ``O x (S + Y + 8)``, in work units (measured, see the module docstring).
@@ -183,6 +191,12 @@ TABLE_UNIT = 20
 TABLE_SHARE = 0.5
 #: Why planning stopped when the budget ran out.
 BUDGET = "budget"
+#: The most memory the revelation bound's memo of cell values may take (its room is also capped by the work
+#: the exhaustive phase may spend: an entry costs at least ``C x G`` units to compute).
+REVEAL_BYTES = 64 * 2**20
+#: The share of the exhaustive phase's allowance a fill of the revelation bound's memo from the root may be
+#: estimated to cost (:func:`lookahead.reveal.choose_allowance`).
+REVEAL_SHARE = 0.25
 
 
 def node_work(compiled) -> tuple:
@@ -239,13 +253,18 @@ def _nonnegative(name):
     return check
 
 
-def _phase(search: str, nodes: int, unit: int, finished: bool, done=()) -> dict:
+def _phase(search: str, nodes: int, unit: int, finished: bool, done=(), extra: int = 0) -> dict:
     """One phase of a decision; a depth-first one also counts, over `done` (the searches that completed,
-    :class:`lookahead.search.SearchResult`), the observations its EVSI bound pruned, the no-ops it skipped and
-    the certain nodes it cut."""
-    ph = {"search": search, "nodes": int(nodes), "work": int(nodes) * int(unit), "finished": bool(finished)}
+    :class:`lookahead.search.SearchResult`), the observations its EVSI bound pruned, the no-ops it skipped, the
+    certain nodes it cut, and the candidates branch and bound left out; `extra` is work beyond its nodes (the
+    revelation bound's, where the search stopped at its cap: its cap counts both)."""
+    ph = {"search": search, "nodes": int(nodes), "work": int(nodes) * int(unit) + int(extra),
+          "finished": bool(finished)}
     if search != "best-first":
         ph.update({k: int(sum(getattr(r, k) for r in done)) for k in ("pruned", "noops", "certain", "reused")})
+        ph["bounded_out"] = int(sum(r.bnb_pruned for r in done))
+        ph["bound_work"] = int(sum(r.bound_work for r in done))
+        ph["work"] += ph["bound_work"]
     return ph
 
 
@@ -272,6 +291,12 @@ class Bounded(Policy):
         Keep the exact entries of an exhaustive attempt that stops at its cap
         for the later phases (default True; False discards them, as before
         they were shared: for tests and benchmarks).
+    reveal : bool
+        Use the revelation bound (:mod:`lookahead.reveal`): branch and bound
+        in the depth-first phases, a term of the best-first search's tip
+        bound (default True; False plans without it, as before: for tests and
+        benchmarks). Where the exhaustive phase finishes, the value and the
+        choice are the same either way.
 
     Examples
     --------
@@ -294,6 +319,7 @@ class Bounded(Policy):
     price: float = attrs.field(default=DEFAULT_PRICE, kw_only=True, validator=_nonnegative("price"))
     exhaustive_first: bool = attrs.field(default=True, kw_only=True, eq=False)
     share: bool = attrs.field(default=True, kw_only=True, eq=False)
+    reveal: bool = attrs.field(default=True, kw_only=True, eq=False)
 
     name = "bounded"
     arg = "N"
@@ -335,8 +361,44 @@ class Bounded(Policy):
         return DEFAULT_WORK if self.work is None else int(self.work)
 
     def _first_step(self, node, ex):
-        """The first observation of the search's best plan (None: stop), ties within the tolerance as tied."""
-        return pick_best(node.risk - ex.q, node.compiled.penalty, node.eligible, tie=max(TIE, self.tol_abs))
+        """The first observation of the search's best plan (None: stop), ties within the tolerance as tied.
+        (A candidate branch and bound left out has no Q: it cannot beat the best, so it is never chosen.)"""
+        q = np.where(np.isnan(ex.q), np.inf, ex.q)
+        return pick_best(node.risk - q, node.compiled.penalty, node.eligible, tie=max(TIE, self.tol_abs))
+
+    @staticmethod
+    def _options(node, ex) -> dict:
+        """``{o: (Q_L, Q_U)}`` of a finished depth-first search: Q both ways where it computed it, else the lower
+        bound branch and bound proved (the upper end is then the one-step plan's, added in :meth:`decide`)."""
+        out = {}
+        for o in np.flatnonzero(node.eligible):
+            q = float(ex.q[o])
+            if np.isfinite(q):
+                out[int(o)] = (q, q)
+            elif ex.q_lo is not None and np.isfinite(ex.q_lo[o]):
+                out[int(o)] = (float(ex.q_lo[o]), np.inf)
+        return out
+
+    def _reveal(self, node, allowance):
+        """The revelation bound of this decision (:mod:`lookahead.reveal`), or None where it has no term; and
+        the work units of its tables. Its memo's room: what :data:`REVEAL_BYTES` holds, and no more entries than
+        `allowance` could compute (an entry costs ``C x G`` units at least)."""
+        c = node.compiled
+        if not any(len(v) == 2 for v in c.prop_values):
+            return None, 0
+        cells = max(1, c.n_states // 2)
+        per = cells * GRID
+        entries = int(max(1, min(REVEAL_BYTES // (8 * per), allowance // per)))
+        rb = RevealBound(c.states, len(c.prop_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits,
+                         c.penalty, node.admission.admitted, node.outcome_of, node.spent, entries=entries,
+                         python_work=PYTHON_SEARCH_WORK)
+        if rb.tables is None:
+            return None, 0
+        # each-once to the end where the root's cell problems fit REVEAL_SHARE of the allowance, else as far as
+        # they do (lookahead.reveal, RevealBound.settle): the bound is weaker, never wrong
+        tw = table_work(rb.tables, c.n_outcomes)
+        tw += rb.settle(node.outcome_of, node.belief, node.spent, max(0.0, REVEAL_SHARE * allowance - tw))
+        return rb, tw
 
     def _plan_maker(self, node, ex, choice):
         c = node.compiled
@@ -346,19 +408,46 @@ class Bounded(Policy):
                              c.penalty)
         return make_plan
 
-    def _exhaustive(self, node, allowance, unit):
-        """Phase 1: the depth-first search to the depth bound, within `allowance` work units: (result or None,
-        phase, the exact memo of what it completed when it stopped at its cap, or None)."""
-        cap = allowance // unit
+    def _exhaustive(self, node, allowance, unit, reveal=None, spent=0, exact=None):
+        """Phase 1: the depth-first search to the depth bound, with branch and bound on the revelation bound
+        `reveal` (None: the plain search), within `allowance` work units, `spent` of which its tables took,
+        reading the exact memo `exact` where given: (result or None, phase, the exact memo of what it completed
+        when it stopped at its cap, or None). With the bound, root candidates that cannot beat the best are left
+        out (:meth:`_every_candidate` may search them afterwards)."""
+        name = "exhaustive" if reveal is None else "exhaustive (branch and bound)"
+        cap = (allowance - spent) // unit
         if cap < 1:
-            return None, _phase("exhaustive", 0, unit, False), None
+            return None, _phase(name, 0, unit, False, extra=spent), None
         try:  # in the Python tier up to its allowance, then compiled: the same search either way (planner.tiers)
-            ex = node.search(len(node.compiled.obs_names), max_nodes=cap, python_nodes=python_nodes(node))
+            ex = node.search(len(node.compiled.obs_names), max_nodes=cap, python_nodes=python_nodes(node),
+                             reveal=reveal, bnb_root=True, exact=exact)
         except SearchCapExceeded as stop:  # it stopped before expanding node cap + 1; what it completed is V*
-            return None, _phase("exhaustive", cap, unit, False), (stop.memo if self.share else None)
-        return ex, _phase("exhaustive", ex.nodes, unit, True, (ex,)), None
+            return None, _phase(name, cap, unit, False, extra=spent), (stop.memo if self.share else None)
+        return ex, _phase(name, ex.nodes, unit, True, (ex,), extra=spent), None
 
-    def _resume(self, node, memo, allowance, unit):
+    def _every_candidate(self, node, ex, reveal, share, unit, phases):
+        """Where branch and bound left root candidates out of a finished exhaustive search, search again computing
+        every root candidate's Q (for the candidate table), given :data:`EVERY_FACTOR` times what the first search
+        spent where that much of the exhaustive share is left; the same value and choice, bit for bit. Where it is
+        not tried or does not finish, the first result stands (a left-out candidate's interval is then its lower
+        bound and its one-step plan). Appends the phase; returns the result to use."""
+        left_out = ex.q_lo is not None and bool(np.isnan(ex.q[node.eligible]).any())
+        if not left_out:
+            return ex
+        used = sum(p["work"] for p in phases)
+        if share - used < EVERY_FACTOR * used:  # (no room for it to run in full: not tried)
+            return ex
+        cap = EVERY_FACTOR * used // unit
+        try:  # (in the Python tier up to its allowance, as the first search)
+            full = node.search(len(node.compiled.obs_names), max_nodes=cap, reveal=reveal,
+                               python_nodes=python_nodes(node))
+        except SearchCapExceeded:
+            phases.append(_phase("exhaustive (every root candidate)", cap, unit, False))
+            return ex
+        phases.append(_phase("exhaustive (every root candidate)", full.nodes, unit, True, (full,)))
+        return full
+
+    def _resume(self, node, memo, allowance, unit, reveal=None):
         """Phase 1, resumed: where the capped exhaustive search finished at least one of the root's candidates,
         search on to the depth bound from its exact memo within `allowance` more work units.
 
@@ -380,27 +469,28 @@ class Bounded(Policy):
         if done < 1 or cap < 1:
             return None, None, memo
         try:
-            ex = node.search(len(c.obs_names), max_nodes=cap, exact=memo)
+            ex = node.search(len(c.obs_names), max_nodes=cap, exact=memo, reveal=reveal, bnb_root=True)
         except SearchCapExceeded:
             return None, _phase("exhaustive (resumed)", cap, unit, False), memo
         return ex, _phase("exhaustive (resumed)", ex.nodes, unit, True, (ex,)), None
 
-    def _deepening(self, node, allowance, unit, memo=None):
+    def _deepening(self, node, allowance, unit, memo=None, reveal=None):
         """Depth-limited searches at depths 1, 2, ... while each fits what is left, each reading the exact memo
-        `memo` (the first phase's completed nodes): the deepest, and the phase."""
-        best, nodes, done = None, 0, []
+        `memo` (the first phase's completed nodes) and, below the root, pruned by branch and bound on `reveal`
+        (every root candidate's Q is still computed): the deepest, and the phase."""
+        best, nodes, used, done = None, 0, 0, []
         full = depth_bound(node.outcome_of, node.spent, node.admission.admitted, node.compiled.cost,
                            node.compiled.limits)
         for d in range(1, full + 1):
-            cap = (allowance - nodes * unit) // unit
+            cap = (allowance - used) // unit  # (a search's cap counts its nodes and its bound's work)
             if cap < 1:
                 break
             try:
-                ex = node.search(d, max_nodes=cap, exact=memo)
+                ex = node.search(d, max_nodes=cap, exact=memo, reveal=reveal, bnb_root=True)
             except SearchCapExceeded:
                 nodes += cap
                 break
-            best, nodes = (d, ex), nodes + ex.nodes
+            best, nodes, used = (d, ex), nodes + ex.nodes, used + ex.nodes * unit + ex.bound_work
             done.append(ex)
         return best, _phase("depth-limited", nodes, unit, best is not None and best[0] == full, done)
 
@@ -411,22 +501,40 @@ class Bounded(Policy):
         phases = []
         memo = None
         ex = None
+        reveal = None
+        share = int(budget * EXHAUSTIVE_SHARE)
+        # (the bound's terms: two-valued propositions, on domains of at most 2 x MAX_CELLS states)
+        bound = self.reveal and c.n_states <= 2 * MAX_CELLS and any(len(v) == 2 for v in c.prop_values)
         if self.exhaustive_first:
-            ex, ph, memo = self._exhaustive(node, int(budget * EXHAUSTIVE_SHARE), dfs_unit)
+            # first the plain search within a small allowance: a small problem is solved at once, every root
+            # candidate's Q with it, and never pays for the bound's tables (whose cost does not depend on the
+            # search's size); past it, branch and bound, reading what the plain search completed
+            first = min(SMALL_WORK, share) if bound else share
+            ex, ph, memo = self._exhaustive(node, first, dfs_unit)
             phases.append(ph)
+            if ex is None and bound:
+                reveal, tw = self._reveal(node, share - first)
+                ex, ph, memo2 = self._exhaustive(node, share - first, dfs_unit, reveal, min(tw, share - first),
+                                                 exact=memo)
+                phases.append(ph)
+                memo = memo2 if memo2 is not None else memo
+        elif bound:
+            reveal, tw = self._reveal(node, share)
+            if tw:
+                phases.append({"search": "revelation tables", "nodes": 0, "work": min(tw, share), "finished": True})
         if ex is None:  # the later phases: plain Python below the tier threshold (lookahead.jit), else compiled
             prepare_search(node, cap=budget // dfs_unit)
         if self.exhaustive_first:
             if ex is None and memo is not None:
-                ex, ph, memo = self._resume(node, memo, int(budget * RESUME_SHARE), dfs_unit)
+                ex, ph, memo = self._resume(node, memo, int(budget * RESUME_SHARE), dfs_unit, reveal)
                 if ph is not None:
                     phases.append(ph)
             if ex is not None:
+                ex = self._every_candidate(node, ex, reveal, share, dfs_unit, phases)
                 choice = self._first_step(node, ex)
-                opts = {int(o): (float(ex.q[o]),) * 2 for o in np.flatnonzero(node.eligible)}
-                return _Planned(lo=ex.value, up=ex.value, options=opts, stopped=CERTIFIED, phases=tuple(phases),
-                                choice=choice, make_plan=self._plan_maker(node, ex, choice), depth=None,
-                                method="exhaustive")
+                return _Planned(lo=ex.value, up=ex.value, options=self._options(node, ex), stopped=CERTIFIED,
+                                phases=tuple(phases), choice=choice, make_plan=self._plan_maker(node, ex, choice),
+                                depth=None, method="exhaustive")
         left = budget - sum(p["work"] for p in phases)
         if self.exhaustive_first:
             left -= int(budget * DEEPENING_SHARE)
@@ -440,7 +548,8 @@ class Bounded(Policy):
         build = state_ok and terms > 0 and terms * TABLE_UNIT <= TABLE_SHARE * max(0, left - state * TABLE_UNIT)
         search = BoundedSearch(c.prior, c.lik, c.n_outcomes, c.loss, c.cost, c.limits, c.penalty,
                                node.admission.admitted, c.facts, separation_tables=build, table_terms=terms,
-                               state_tables=state_ok)
+                               state_tables=state_ok, reveal=reveal, reveal_root=node.outcome_of,
+                               reveal_unit=bf_unit)
         if memo is not None:  # tips the exhaustive attempt completed are closed at their V* (lookahead.bounded)
             search.use_exact(memo)
         if terms > 0 or state > 0:
@@ -466,7 +575,7 @@ class Bounded(Policy):
         # phase 3: where the best-first search stopped short, a depth-limited plan may be better than any it
         # completed; its value tightens the upper bound, and its first step is then the choice
         left = budget - sum(p["work"] for p in phases)
-        deep, ph = self._deepening(node, left, dfs_unit, memo)
+        deep, ph = self._deepening(node, left, dfs_unit, memo, reveal)
         phases.append(ph)
         planned = attrs.evolve(planned, phases=tuple(phases))
         if deep is None:

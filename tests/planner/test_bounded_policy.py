@@ -43,6 +43,9 @@ def test_both_phases_certify_the_same_optimum_and_choice_value(raw, seed, steps)
         return node.risk if o is None else pl.options[o][1]
     assert_allclose(q(ex, ex.choice), q(bf, bf.choice), rtol=0, atol=2e-9)
     for o, (lo, up) in ex.options.items():  # the exact Q of a candidate lies in the best-first interval
+        if lo != up:  # left out by branch and bound: only a lower bound, above the optimum
+            assert lo >= ex.lo - 1e-9 and up == np.inf
+            continue
         blo, bup = bf.options.get(o, (-np.inf, np.inf))
         assert blo - 1e-9 <= lo and (not np.isfinite(bup) or up <= bup + 1e-9)
 
@@ -68,11 +71,13 @@ def test_a_depth_limited_plan_tightens_an_interval_cut_short_by_the_budget():
     v_star = expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted,
                         len(c.obs_names), c.lik, c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty,
                         c.n_values, max_nodes=5_000_000).value
-    pl = Bounded(work=100_000_000, share=False)._plan(node)
+    # (without the revelation bound, whose tables depend on the budget: the two runs below must search alike,
+    # and with it the exhaustive phase certifies this domain at once)
+    pl = Bounded(work=100_000_000, share=False, reveal=False)._plan(node)
     # the best-first search alone, with the budget the exhaustive attempt left
     from planner.policies.bounded import DEEPENING_SHARE
     bf = Bounded(work=100_000_000 - pl.phases[0]["work"] - int(100_000_000 * DEEPENING_SHARE),
-                 exhaustive_first=False)._plan(node)
+                 exhaustive_first=False, reveal=False)._plan(node)
     assert pl.method == "best-first" and pl.deepest is not None and pl.deepest >= 2
     assert pl.lo - 1e-9 <= v_star <= pl.up + 1e-9
     assert pl.up <= bf.up + 1e-12 and pl.lo == bf.lo
@@ -86,7 +91,7 @@ def test_a_depth_limited_plan_tightens_an_interval_cut_short_by_the_budget():
         assert lo <= up + 1e-9
     # reading the exhaustive attempt's exact entries (best-first tips closed at V*, depth-limited children
     # taken at V*), the interval still holds V*; here the depth-limited searches reach deeper and do better
-    shared = Bounded(work=100_000_000)._plan(node)
+    shared = Bounded(work=100_000_000, reveal=False)._plan(node)
     assert shared.phases[-1]["reused"] > 0 and shared.phases[-2]["reused"] > 0 and shared.deepest >= pl.deepest
     assert shared.lo - 1e-9 <= v_star <= shared.up + 1e-9 and shared.up <= pl.up + 1e-12
 
@@ -216,7 +221,8 @@ def test_the_separation_tables_are_charged_as_a_phase_of_the_decision():
     from planner.policies.bounded import DEEPENING_SHARE, TABLE_UNIT, node_work
 
     d = planner.Domain.from_dict(benchmark_domain(14, 8, seed=3, chain=3))
-    s = planner.Session(d, Bounded(work=100_000_000))
+    # (without the revelation bound, with which the exhaustive phase certifies this domain at once)
+    s = planner.Session(d, Bounded(work=100_000_000, reveal=False))
     node, c = s.node, s.compiled
     info = s.next().info
     names = [p["search"] for p in info["phases"]]
@@ -264,14 +270,22 @@ def test_a_budget_below_the_table_cost_plans_without_the_tables(exhaustive_first
 def test_the_depth_first_phases_report_pruned_noops_and_certain():
     d = planner.Domain.from_dict(benchmark_domain(14, 8, seed=3, chain=3))
     node = planner.Session(d).node
-    pl = Bounded(work=100_000_000)._plan(node)
+    pl = Bounded(work=100_000_000, reveal=False)._plan(node)  # (with the bound, phase 1 certifies it at once)
     for p in pl.phases:
         if p["search"] in ("exhaustive", "depth-limited"):
-            assert {"pruned", "noops", "certain"} <= set(p) and all(isinstance(p[k], int) for k in ("noops", "certain"))
+            assert {"pruned", "noops", "certain", "bounded_out", "bound_work"} <= set(p)
+            assert all(isinstance(p[k], int) for k in ("noops", "certain"))
     deep = next(p for p in pl.phases if p["search"] == "depth-limited")
-    full = Bounded(work=10**11)._plan(node).phases[0]  # the exhaustive search, finished
+    full = Bounded(work=10**11, reveal=False)._plan(node).phases[0]  # the exhaustive search, finished
     assert full["finished"] and full["pruned"] + full["noops"] + full["certain"] > 0
     assert deep["pruned"] + deep["noops"] + deep["certain"] > 0
+    # with the bound: branch and bound leaves candidates out, and its work is counted in the phase's
+    phases = Bounded(work=10**11)._plan(node).phases
+    assert [p["search"] for p in phases[:2]] == ["exhaustive", "exhaustive (branch and bound)"]
+    assert not phases[0]["finished"]  # the plain search's small allowance first, then branch and bound
+    cut = phases[1]
+    assert cut["finished"] and cut["bounded_out"] > 0 and cut["bound_work"] > 0
+    assert cut["work"] >= cut["bound_work"] and cut["nodes"] < full["nodes"]
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -288,7 +302,7 @@ def test_a_full_search_resumed_from_the_exact_entries_certifies_lookahead_at_ful
     full = node.search(len(node.compiled.obs_names))
     work = int(1.8 * full.nodes * node_work(node.compiled)[0])  # the exhaustive share (half) cannot hold it
     monkeypatch.setattr("planner.policies.bounded.RESUME_SHARE", 0.0)  # (the resumed phase 1 is tested below)
-    pl = Bounded(work=work)._plan(node)
+    pl = Bounded(work=work, reveal=False)._plan(node)  # (the mechanism; with the bound phase 1 would finish)
     assert not pl.phases[0]["finished"] and pl.phases[-1]["search"] == "depth-limited" and pl.phases[-1]["finished"]
     assert pl.phases[-1]["reused"] > 0 and pl.work <= work
     assert pl.stopped == "certified" and pl.method == "exhaustive" and pl.lo == pl.up == full.value
@@ -296,7 +310,7 @@ def test_a_full_search_resumed_from_the_exact_entries_certifies_lookahead_at_ful
     assert pl.choice == look.observe
     for o, (lo, up) in pl.options.items():
         assert lo == up == full.q[o]
-    alone = Bounded(work=work, share=False)._plan(node)
+    alone = Bounded(work=work, share=False, reveal=False)._plan(node)
     assert alone.stopped != "certified" and alone.phases[-1]["reused"] == 0
 
 
@@ -316,7 +330,7 @@ def test_phase_one_resumed_certifies_lookahead_at_full_depth_bit_for_bit(n_obs, 
     with pytest.raises(SearchCapExceeded) as stop:
         node.search(len(c.obs_names), max_nodes=int(work * EXHAUSTIVE_SHARE) // unit)
     assert exact_progress(stop.value.memo, node.belief, node.eligible, c.lik, c.n_outcomes)[0] >= 1
-    pl = Bounded(work=work)._plan(node)
+    pl = Bounded(work=work, reveal=False)._plan(node)  # (the mechanism; with the bound phase 1 would finish)
     assert [p["search"] for p in pl.phases] == ["exhaustive", "exhaustive (resumed)"]
     assert not pl.phases[0]["finished"] and pl.phases[1]["finished"] and pl.phases[1]["reused"] > 0
     assert pl.work <= work and pl.phases[1]["nodes"] < full.nodes
