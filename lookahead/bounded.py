@@ -583,19 +583,11 @@ class Scratch(NamedTuple):
     hb: np.ndarray
     rv_bel: np.ndarray
     rv_oc: np.ndarray
-    rv_int: np.ndarray
-    rv_key: np.ndarray
-    rv_sp: np.ndarray
-    rv_vals: np.ndarray
-    rv_spbuf: np.ndarray
 
 
-def _new_scratch(O: int, S: int, A: int, D: int, P: int, N: int, K: int, T: int = 1) -> Scratch:
+def _new_scratch(O: int, S: int, A: int, D: int, P: int, N: int, K: int) -> Scratch:
     M = min(S, SEP_MAX_SUPPORT) + 1
-    T = max(1, T)
-    return Scratch(rv_bel=np.zeros((1, S)), rv_oc=np.zeros(O, dtype=np.int64), rv_int=np.zeros((T, 3), dtype=np.int64),
-                   rv_key=np.zeros((T, 2), dtype=np.uint64), rv_sp=np.zeros((T, D)),
-                   rv_vals=np.zeros(N + 1, dtype=np.bool_), rv_spbuf=np.zeros(D),
+    return Scratch(rv_bel=np.zeros((1, S)), rv_oc=np.zeros(O, dtype=np.int64),
                    ocb=np.empty(O, dtype=np.int16), elig=np.zeros(O, dtype=np.bool_),
                    path=np.zeros(O + 2, dtype=np.int64), work=np.empty((3, P), dtype=np.int64),
                    vals=np.zeros((2, N), dtype=np.bool_), work2=np.empty((3, P), dtype=np.int64),
@@ -1238,8 +1230,7 @@ def _find_or_create(g, ocb, t, f, w):
                 for o in range(O):  # (as int64: the depth-first search's type, one compiled signature)
                     w.rv_oc[o] = ocb[o]
                 none = np.int64(-1)  # (not the literal -1: numba would compile _bound_at once more for it)
-                rv, rw = _bound_at(t.rv_tb, t.rv_mm, w.rv_oc, w.rv_bel, lik, work, none, none, w.rv_int, w.rv_key,
-                                   w.rv_sp, w.rv_vals, w.rv_spbuf)
+                rv, rw = _bound_at(t.rv_tb, f, t.rv_mm, w.rv_oc, w.rv_bel, lik, work, none, none)
                 count[_C_RWORK] += rw
                 if rv > lh:
                     lh = rv
@@ -1814,8 +1805,7 @@ class BoundedSearch:
         self.exact = None
         self.reveal = reveal
         self.scratch = _new_scratch(O, S, self.loss.shape[0], self.cost.shape[1], facts.action_mentions.shape[1],
-                                    facts.expr_kind.shape[0], int(cls.max()) + 1 if S else 1,
-                                    self.tables.rv_tb.prop.shape[0])
+                                    facts.expr_kind.shape[0], int(cls.max()) + 1 if S else 1)
         self.clear()
 
     def use_exact(self, memo) -> None:

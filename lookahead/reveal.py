@@ -222,12 +222,6 @@ class RevealTables(NamedTuple):
         The hard limits with the budget tolerance (:func:`lookahead.core.limit_tol`; ``inf`` where unlimited).
     cmin : float64[T, D]
         The smallest cost of a relevant observation on each dimension (0: the dimension gives no count).
-    est_prop, est_kind : int64[O]
-    est_value : int64[O, Y]
-    expr_kind, expr_a, expr_b, expr_start, expr_count, expr_children, action_req, obs_req
-        The fact tables (:class:`lookahead.layout.Facts`).
-    action_mentions : bool[A, P]
-    obs_mentions : bool[O, P]
     expr_bit : int64[N]
         The ``returned`` bit of each expression node (-1: not a ``returned`` node, or relaxed).
     pair_bit : int64[O, Y]
@@ -247,6 +241,8 @@ class RevealTables(NamedTuple):
         The observations taken at the decision root.
     n_root : int64[T]
         The relevant observations taken at the decision root, per term.
+    n_kinds : int64[T]
+        The kinds of source (establishing, superseding) that can still establish the term's proposition (0-2).
     deep_allowance : int
         The least allowance of a query below the root (:data:`DEEP_ALLOWANCE`).
     """
@@ -266,19 +262,6 @@ class RevealTables(NamedTuple):
     limits: np.ndarray
     limits_tol: np.ndarray
     cmin: np.ndarray
-    est_prop: np.ndarray
-    est_kind: np.ndarray
-    est_value: np.ndarray
-    expr_kind: np.ndarray
-    expr_a: np.ndarray
-    expr_b: np.ndarray
-    expr_start: np.ndarray
-    expr_count: np.ndarray
-    expr_children: np.ndarray
-    action_req: np.ndarray
-    obs_req: np.ndarray
-    action_mentions: np.ndarray
-    obs_mentions: np.ndarray
     expr_bit: np.ndarray
     pair_bit: np.ndarray
     zob: np.ndarray
@@ -292,6 +275,7 @@ class RevealTables(NamedTuple):
     root_spent: np.ndarray
     root_taken: np.ndarray
     n_root: np.ndarray
+    n_kinds: np.ndarray
     deep_allowance: int
 
 
@@ -302,8 +286,9 @@ class RevealMemo(NamedTuple):
     over ``vals : float64[E, C, G]``; ``stats : int64[7]`` holds the entries, the states computed, the
     work units spent, the children read from the leaf tables for want of room in a fill, the times the
     memo was emptied (when a value is missing and it is past half full), a limit on the work (-1: none; a
-    fill that would pass it stops, and its value is read from the leaf tables) and whether a fill stopped so. The rest is the
-    stack of the depth-first fill (``L`` levels: the most relevant observations of a term, plus one).
+    fill that would pass it stops, and its value is read from the leaf tables) and whether a fill stopped so. Then
+    the stack of the depth-first fill (``L`` levels: the most relevant observations of a term, plus one), and the
+    scratch of a query (``q_*``: the node's state per term, a spend, the fact values).
     """
 
     keys: np.ndarray
@@ -316,6 +301,11 @@ class RevealMemo(NamedTuple):
     st_sp: np.ndarray
     st_best: np.ndarray
     st_acc: np.ndarray
+    q_int: np.ndarray
+    q_key: np.ndarray
+    q_sp: np.ndarray
+    q_spbuf: np.ndarray
+    q_vals: np.ndarray
 
 
 # stats
@@ -480,7 +470,7 @@ def reveal_tables(states, n_props, lik, n_outcomes, loss, facts, cost, limits, p
     tables = tables._replace(kmax=kmax, leaf=np.zeros((T, kmax + 1, F_CODES, C, G)))
     if python_work is not None and table_work(tables, n_outcomes) > python_work:
         _compiled()  # more than the Python tier's share: the compiled tier builds them (lookahead.jit)
-    _leaf_tables(tables, reach, np.zeros(ek.shape[0], dtype=np.bool_))
+    _leaf_tables(tables, facts, reach, np.zeros(ek.shape[0], dtype=np.bool_))
     return tables
 
 
@@ -546,8 +536,7 @@ def fill_work(tables: RevealTables, n_outcomes, allowance: int) -> float:
             cnt = _sets_within(tables.cost[open_, k], limits[k] - tables.root_spent[k], d)
             sets = cnt if sets is None else np.minimum(sets, cnt)
         n_sets = float(sets.sum()) if sets is not None else float(2 ** int(open_.sum()))
-        est = open_ & (tables.est_prop == tables.prop[t])
-        kinds = int(np.any(est & (tables.est_kind != EST_SUPERSEDE))) + int(np.any(est & (tables.est_kind == EST_SUPERSEDE)))
+        kinds = int(tables.n_kinds[t])
         outs = int(n_y[open_].sum())
         total += n_sets * 4.0 ** kinds * int(tables.n_cells[t]) * G * (A + 2 * outs)
     return total
@@ -595,6 +584,7 @@ def _tables(terms, cells, n_cells, rel, coef_a, coef_b, idx, q, loss, penalty, c
             pair_bit, rng, O, allowance, kmax, spent, root_taken, limits=None) -> RevealTables:
     if limits is None:
         limits = limits_tol
+    ep, ek = np.asarray(facts.est_prop), np.asarray(facts.est_kind)
     T, C, G = cells.shape[0], cells.shape[1], q.shape[0]
     return RevealTables(
         prop=_own(terms, INT), cells=_own(cells, INT), n_cells=_own(n_cells, INT), rel=_own(rel, np.bool_),
@@ -602,17 +592,15 @@ def _tables(terms, cells, n_cells, rel, coef_a, coef_b, idx, q, loss, penalty, c
         idx=_own(idx, INT), grid=_own(q, FLOAT), loss=_own(loss, FLOAT), penalty=_own(penalty, FLOAT),
         cost=_own(cost, FLOAT), limits=_own(limits, FLOAT), limits_tol=_own(limits_tol, FLOAT),
         cmin=_own(cmin, FLOAT),
-        est_prop=_own(facts.est_prop, INT), est_kind=_own(facts.est_kind, INT), est_value=_own(facts.est_value, INT),
-        expr_kind=_own(facts.expr_kind, INT), expr_a=_own(facts.expr_a, INT), expr_b=_own(facts.expr_b, INT),
-        expr_start=_own(facts.expr_start, INT), expr_count=_own(facts.expr_count, INT),
-        expr_children=_own(facts.expr_children, INT), action_req=_own(facts.action_req, INT),
-        obs_req=_own(facts.obs_req, INT), action_mentions=_own(facts.action_mentions, np.bool_),
-        obs_mentions=_own(facts.obs_mentions, np.bool_), expr_bit=_own(expr_bit, INT), pair_bit=_own(pair_bit, INT),
+        expr_bit=_own(expr_bit, INT), pair_bit=_own(pair_bit, INT),
         zob=_own(_keys(rng, 2, T, O), KEY), term_key=_own(_keys(rng, 2, T), KEY),
         fs_key=_own(_keys(rng, 2, T, F_CODES), KEY), ret_key=_own(_keys(rng, 2, MAX_RET_BITS), KEY),
         e_key=_own(_keys(rng, 2, O + 2), KEY), allowance=int(allowance), kmax=int(kmax),
         leaf=np.zeros((T, kmax + 1, F_CODES, C, G)), root_spent=_own(spent, FLOAT), root_taken=_own(root_taken, np.bool_),
         n_root=_own((np.asarray(rel) & np.asarray(root_taken)[None, :]).sum(axis=1), INT),
+        n_kinds=_own([int(np.any(o & (ep == p) & (ek != EST_SUPERSEDE))) + int(np.any(o & (ep == p) & (ek == EST_SUPERSEDE)))
+                      for p, o in zip(np.asarray(terms), np.asarray(rel) & ~np.asarray(root_taken)[None, :])]
+                     if len(terms) else np.zeros(0), INT),
         deep_allowance=int(DEEP_ALLOWANCE))
 
 
@@ -642,8 +630,9 @@ def _new_stats():
 def reveal_memo(tables: RevealTables, entries: int) -> RevealMemo:
     """An empty memo with room for `entries` cell-value entries (at least 1)."""
     entries = max(1, int(entries))
-    T, _, C, _ = tables.cells.shape[0], 0, tables.cells.shape[1], 0
+    T, C = max(1, tables.cells.shape[0]), tables.cells.shape[1]
     G = tables.grid.shape[0]
+    N = tables.expr_bit.shape[0]
     H = 1 << int(np.ceil(np.log2(2 * entries + 2)))
     L = int(tables.n_rel.max(initial=0)) + 2
     D = tables.cost.shape[1]
@@ -651,7 +640,9 @@ def reveal_memo(tables: RevealTables, entries: int) -> RevealMemo:
                       vals=np.zeros((entries, C, G)), stats=_new_stats(),
                       taken=np.zeros(tables.rel.shape[1], dtype=np.bool_), st_int=np.zeros((L, 8), dtype=INT),
                       st_key=np.zeros((L, 2), dtype=KEY), st_sp=np.zeros((L, D)),
-                      st_best=np.zeros((L, C, G)), st_acc=np.zeros((L, C, G)))
+                      st_best=np.zeros((L, C, G)), st_acc=np.zeros((L, C, G)), q_int=np.zeros((T, 3), dtype=INT),
+                      q_key=np.zeros((T, 2), dtype=KEY), q_sp=np.zeros((T, D)), q_spbuf=np.zeros(D),
+                      q_vals=np.zeros(N + 1, dtype=np.bool_))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -691,8 +682,9 @@ def _status_of(code):
 
 
 @kernel(nrt=False)
-def _relaxed_holds(tb, root, mrow, is_action, p, status, ret, vals):
-    """Does expression `root` hold in the cell problem of proposition `p` (module docstring)?
+def _relaxed_holds(tb, f, root, mentions_p, p, status, ret, vals):
+    """Does expression `root` (which mentions `p` where `mentions_p`) hold in the cell problem of proposition `p`
+    (module docstring)?
 
     ``established(p, v)`` holds when p's status is v; ``established`` of another proposition holds;
     ``returned`` holds when its bit is set in `ret` (or it is relaxed); a contradiction of p blocks an
@@ -700,26 +692,22 @@ def _relaxed_holds(tb, root, mrow, is_action, p, status, ret, vals):
     """
     if root == NO_EXPR:
         return True
-    if status == STATUS_CONTRADICTED:
-        if is_action:
-            if tb.action_mentions[mrow, p]:
-                return False
-        elif tb.obs_mentions[mrow, p]:
-            return False
+    if status == STATUS_CONTRADICTED and mentions_p:
+        return False
     for i in range(root + 1):
-        k = tb.expr_kind[i]
+        k = f.expr_kind[i]
         if k == EXPR_ESTABLISHED:
-            vals[i] = tb.expr_b[i] == status if tb.expr_a[i] == p else True
+            vals[i] = f.expr_b[i] == status if f.expr_a[i] == p else True
         elif k == EXPR_RETURNED:
             b = tb.expr_bit[i]
             vals[i] = True if b < 0 else ((ret >> b) & 1) == 1
         else:
             want = k != EXPR_AND  # OR looks for a true child, AND for a false one
             out = not want
-            j = tb.expr_start[i]
-            end = j + tb.expr_count[i]
+            j = f.expr_start[i]
+            end = j + f.expr_count[i]
             while j < end and out != want:
-                if vals[tb.expr_children[j]] == want:
+                if vals[f.expr_children[j]] == want:
                     out = want
                 j += 1
             vals[i] = out
@@ -727,7 +715,7 @@ def _relaxed_holds(tb, root, mrow, is_action, p, status, ret, vals):
 
 
 @kernel(nrt=False)
-def _stop_into(tb, t, code, ret, out, vals):
+def _stop_into(tb, f, t, code, ret, out, vals):
     """``out[c, j]``: the best permitted action's loss in cell c at grid point j (``inf`` if none)."""
     p = tb.prop[t]
     status = _status_of(code)
@@ -736,7 +724,7 @@ def _stop_into(tb, t, code, ret, out, vals):
         for j in range(G):
             out[c, j] = np.inf
     for a in range(tb.loss.shape[0]):
-        if not _relaxed_holds(tb, tb.action_req[a], a, True, p, status, ret, vals):
+        if not _relaxed_holds(tb, f, f.action_req[a], f.action_mentions[a, p], p, status, ret, vals):
             continue
         for c in range(tb.n_cells[t]):
             l0 = tb.loss[a, tb.cells[t, c, 0]]
@@ -758,7 +746,7 @@ def _add_child(tb, t, o, y, child, acc):
 
 
 @kernel
-def _leaf_tables(tb, reach, vals):
+def _leaf_tables(tb, f, reach, vals):
     """Fill ``tb.leaf``: the repeatable relaxation of every term for 0 to kmax acquisitions, every status code.
 
     ``returned`` facts are relaxed to holding (every relevant source available, as often as wanted), so the
@@ -775,7 +763,7 @@ def _leaf_tables(tb, reach, vals):
         p = tb.prop[t]
         for code in range(F_CODES):
             if reach[t, code]:
-                _stop_into(tb, t, code, all_ret, tb.leaf[t, 0, code], vals)
+                _stop_into(tb, f, t, code, all_ret, tb.leaf[t, 0, code], vals)
         for k in range(1, tb.kmax + 1):
             for code in range(F_CODES):
                 if not reach[t, code]:
@@ -788,13 +776,13 @@ def _leaf_tables(tb, reach, vals):
                 for o in range(O):
                     if not tb.rel[t, o]:
                         continue
-                    if not _relaxed_holds(tb, tb.obs_req[o], o, False, p, status, all_ret, vals):
+                    if not _relaxed_holds(tb, f, f.obs_req[o], f.obs_mentions[o, p], p, status, all_ret, vals):
                         continue
                     for c in range(tb.n_cells[t]):
                         for j in range(G):
                             acc[c, j] = tb.penalty[o]
-                    for y in range(tb.est_value.shape[1]):
-                        nc = _code_upd(code, o, y, p, tb.est_prop, tb.est_kind, tb.est_value)
+                    for y in range(f.est_value.shape[1]):
+                        nc = _code_upd(code, o, y, p, f.est_prop, f.est_kind, f.est_value)
                         _add_child(tb, t, o, y, tb.leaf[t, k - 1, nc], acc)
                     for c in range(tb.n_cells[t]):
                         for j in range(G):
@@ -864,7 +852,7 @@ def _allowance_of(tb, t, sp, n_taken, e):
 
 
 @kernel(inline="always")
-def _entry_of(tb, mm, t, h0, h1, code, ret, e, sp, n_taken, oc, o_add, vals):
+def _entry_of(tb, f, mm, t, h0, h1, code, ret, e, sp, n_taken, oc, o_add, vals):
     """``(where, work)``: the state's entry in the memo (``where >= 0``), computed and stored first if missing and
     there is room, or ``-1 - k``: read leaf table k instead (no room). The state: term `t`, relevant set hash
     ``(h0, h1)`` of `n_taken` relevant observations (those taken in `oc`, plus `o_add` if >= 0), status `code`,
@@ -884,7 +872,7 @@ def _entry_of(tb, mm, t, h0, h1, code, ret, e, sp, n_taken, oc, o_add, vals):
         # past half full: start afresh, so that this fill has room (the search asks about one region at a time;
         # what it left behind is recomputed if asked again, the same values, so only work changes)
         _clear(mm)
-    w = _fill_from(tb, mm, t, h0, h1, code, ret, e, sp, n_taken, oc, o_add, vals)
+    w = _fill_from(tb, f, mm, t, h0, h1, code, ret, e, sp, n_taken, oc, o_add, vals)
     if mm.stats[_ABORTED] == 1:  # stopped at the work limit: the leaf tables instead
         kk = _upper_count(tb, t, sp, n_taken)
         if kk > tb.kmax:
@@ -903,15 +891,15 @@ def _clear(mm):
 
 
 @kernel(nrt=False)
-def _fill_from(tb, mm, t, h0, h1, code, ret, e, sp, n_taken, oc, o_add, vals):
+def _fill_from(tb, f, mm, t, h0, h1, code, ret, e, sp, n_taken, oc, o_add, vals):
     """Mark the state's relevant observations taken and fill its entry (:func:`_fill`); returns the work units."""
     for o in range(tb.rel.shape[1]):
         mm.taken[o] = tb.rel[t, o] and (oc[o] != NOT_TAKEN or o == o_add)
-    return _fill(tb, mm, t, h0, h1, code, ret, e, sp, n_taken, vals)
+    return _fill(tb, f, mm, t, h0, h1, code, ret, e, sp, n_taken, vals)
 
 
 @kernel(nrt=False)
-def _fill(tb, mm, t, h0, h1, code, ret, e, sp, n_taken, vals):
+def _fill(tb, f, mm, t, h0, h1, code, ret, e, sp, n_taken, vals):
     """Compute and store the entry of the state given (room for it is known), depth-first with an explicit stack.
 
     A child missing from the memo is pushed when the memo has room for it and every open level above it;
@@ -942,14 +930,16 @@ def _fill(tb, mm, t, h0, h1, code, ret, e, sp, n_taken, vals):
         if entering:
             entering = False
             lim = mm.stats[_LIMIT]
-            if lim >= 0 and mm.stats[_WORK] + work > lim:
-                # past the work limit: give up this fill (what it stored is complete and stays)
+            if lim >= 0 and (mm.stats[_WORK] + work > lim or 2 * (mm.stats[_ENTRIES] + lev + 1) > mm.vals.shape[0]):
+                # past the work limit, or (settling) past half the memo, which the search's own queries need
+                # (a fill that overflows it has them clear it over and over): give up this fill (what it
+                # stored is complete and stays)
                 for ll in range(1, lev + 1):
                     mm.taken[si[ll, _SO]] = False
                 mm.stats[_ABORTED] = 1
                 break
             mm.stats[_STATES] += 1
-            _stop_into(tb, t, si[lev, _SF], si[lev, _SR], best, vals)
+            _stop_into(tb, f, t, si[lev, _SF], si[lev, _SR], best, vals)
             work += tb.n_cells[t] * G * A
             si[lev, _SC] = -1
             si[lev, _SCY] = -1
@@ -968,7 +958,7 @@ def _fill(tb, mm, t, h0, h1, code, ret, e, sp, n_taken, vals):
         found = False
         while o < O:
             if o >= 0:
-                while y < tb.est_value.shape[1]:
+                while y < f.est_value.shape[1]:
                     has = False
                     for c in range(tb.n_cells[t]):
                         if tb.coef_a[t, c, o, y, 0] + tb.coef_b[t, c, o, y, 0] > 0.0 or \
@@ -990,7 +980,7 @@ def _fill(tb, mm, t, h0, h1, code, ret, e, sp, n_taken, vals):
             while o < O:
                 if tb.rel[t, o] and not mm.taken[o]:
                     ok = affordable(o, mm.st_sp[lev], tb.cost, tb.limits)
-                    if ok and _relaxed_holds(tb, tb.obs_req[o], o, False, p, _status_of(si[lev, _SF]),
+                    if ok and _relaxed_holds(tb, f, f.obs_req[o], f.obs_mentions[o, p], p, _status_of(si[lev, _SF]),
                                              si[lev, _SR], vals):
                         break
                 o += 1
@@ -1002,7 +992,7 @@ def _fill(tb, mm, t, h0, h1, code, ret, e, sp, n_taken, vals):
         si[lev, _SC] = o
         si[lev, _SCY] = y
         if found:
-            nc = _code_upd(si[lev, _SF], o, y, p, tb.est_prop, tb.est_kind, tb.est_value)
+            nc = _code_upd(si[lev, _SF], o, y, p, f.est_prop, f.est_kind, f.est_value)
             nr = si[lev, _SR]
             b = tb.pair_bit[o, y]
             if b >= 0:
@@ -1128,14 +1118,15 @@ def _node_terms(tb, oc, work, out_int, out_key, out_sp):
         out_key[t, 1] = h1
 
 
-@kernel(inline="always")
-def _term_value(tb, mm, t, st_int, st_key, st_sp, oc, bel, lev, o, y, lik, sp_buf, vals):
+@kernel(nrt=False)
+def _term_value(tb, f, mm, t, oc, bel, lev, o, y, lik):
     """``sum_c mass_c * G_c(q_c)`` of term t at the child ``(o, y)`` of the node (``o < 0``: the node itself).
 
     The node's state is ``st_int[t], st_key[t], st_sp[t]`` (:func:`_node_terms`) and its belief ``bel[lev]``
     (normalised or not: the result scales with it); the child's masses are ``bel(s) lik[o, y, s]``, so the
     result is ``P(y)`` times the child's bound when the belief is normalised. Returns ``(value, work units)``.
     """
+    st_int, st_key, st_sp, sp_buf, vals = mm.q_int, mm.q_key, mm.q_sp, mm.q_spbuf, mm.q_vals
     D = sp_buf.shape[0]
     code = st_int[t, 0]
     ret = st_int[t, 1]
@@ -1145,7 +1136,7 @@ def _term_value(tb, mm, t, st_int, st_key, st_sp, oc, bel, lev, o, y, lik, sp_bu
     for d in range(D):
         sp_buf[d] = st_sp[t, d]
     if o >= 0 and tb.rel[t, o]:
-        code = _code_upd(code, o, y, tb.prop[t], tb.est_prop, tb.est_kind, tb.est_value)
+        code = _code_upd(code, o, y, tb.prop[t], f.est_prop, f.est_kind, f.est_value)
         b = tb.pair_bit[o, y]
         if b >= 0:
             ret = ret | (INT(1) << b)
@@ -1160,7 +1151,7 @@ def _term_value(tb, mm, t, st_int, st_key, st_sp, oc, bel, lev, o, y, lik, sp_bu
         e = tb.allowance - (n - tb.n_root[t])
         if e < tb.deep_allowance:
             e = INT(tb.deep_allowance)
-    where, w = _entry_of(tb, mm, t, h0, h1, code, ret, e, sp_buf, n, oc, o, vals)
+    where, w = _entry_of(tb, f, mm, t, h0, h1, code, ret, e, sp_buf, n, oc, o, vals)
     total = 0.0
     for c in range(tb.n_cells[t]):
         s0 = tb.cells[t, c, 0]
@@ -1184,14 +1175,53 @@ def _term_value(tb, mm, t, st_int, st_key, st_sp, oc, bel, lev, o, y, lik, sp_bu
 
 
 @kernel(nrt=False)
-def _bound_at(tb, mm, oc, bel, lik, status_work, o, y, st_int, st_key, st_sp, vals, sp_buf):
+def _child_bounds(tb, f, mm, oc, bel, lev, lik, status_work, cand, probs, out, one_term):
+    """``out[lev, o, y] = P(y) x`` the bound at child ``(o, y)`` of the node `oc` (belief ``bel[lev]``) for every
+    candidate ``cand[o]`` and outcome of probability ``probs[lev, o, y] > 0`` (0 elsewhere). With `one_term`, the
+    children read only the term largest at the node itself. Returns the work units. One call a node: the search
+    passes its arrays once (a call costs their reference counts), and the kernels below compile apart from it.
+    """
+    _node_terms(tb, oc, status_work, mm.q_int, mm.q_key, mm.q_sp)
+    T = tb.prop.shape[0]
+    t_lo = 0
+    t_hi = T
+    w = INT(0)
+    none = INT(-1)
+    if one_term and T > 1:
+        bt = -np.inf
+        for t in range(T):
+            v, wt = _term_value(tb, f, mm, t, oc, bel, lev, none, none, lik)
+            w += wt
+            if v > bt:
+                bt = v
+                t_lo = t
+        t_hi = t_lo + 1
+    for o in range(cand.shape[0]):
+        if not cand[o]:
+            continue
+        for y in range(probs.shape[2]):
+            out[lev, o, y] = 0.0
+            if probs[lev, o, y] <= 0.0:
+                continue
+            lb = -np.inf
+            for t in range(t_lo, t_hi):
+                v, wt = _term_value(tb, f, mm, t, oc, bel, lev, INT(o), INT(y), lik)
+                w += wt
+                if v > lb:
+                    lb = v
+            out[lev, o, y] = lb
+    return w
+
+
+@kernel(nrt=False)
+def _bound_at(tb, f, mm, oc, bel, lik, status_work, o, y):
     """The revelation bound (largest term) at the node `oc` of belief ``bel[0]`` or, with ``o >= 0``, ``P(y)``
     times it at its child ``(o, y)``. Returns ``(value, work units)``."""
-    _node_terms(tb, oc, status_work, st_int, st_key, st_sp)
+    _node_terms(tb, oc, status_work, mm.q_int, mm.q_key, mm.q_sp)
     best = -np.inf
     w = INT(0)
     for t in range(tb.prop.shape[0]):
-        v, wt = _term_value(tb, mm, t, st_int, st_key, st_sp, oc, bel, 0, o, y, lik, sp_buf, vals)
+        v, wt = _term_value(tb, f, mm, t, oc, bel, INT(0), INT(o), INT(y), lik)
         w += wt
         if v > best:
             best = v
@@ -1245,8 +1275,11 @@ class RevealBound:
         """Choose this decision's allowance and fill the memo at the root, within `work` work units.
 
         The allowance is the largest whose fill from the root :func:`fill_work` estimates within `work`
-        (:data:`FULL` where the whole each-once problem fits); the fill is stopped at `work`, and where it stops
-        the allowance is lowered by one and the root filled again, down to 0 (the leaf tables alone). Every
+        (:data:`FULL` where the whole each-once problem fits); the fill is stopped at `work`, or where it would
+        take more than half the memo (the search's queries below the root need the rest: a root fill that
+        overflowed it had them clear the memo over and over, 8 x 32 at ten times the default budget), and where
+        it stops the memo is emptied, the allowance lowered by one and the root filled again, down to 0 (the
+        leaf tables alone). Every
         value stays a bound whatever is chosen; the choice depends on the work counts alone, never the clock.
         Returns the work units spent (the stopped fills included).
         """
@@ -1268,6 +1301,7 @@ class RevealBound:
             self.value(outcome_of, belief, spent)
             if mm.stats[_ABORTED] == 0 or e == 0:
                 break
+            _clear(mm)  # (the entries of a larger allowance are keyed by it: no use to the next try)
             e = tb.kmax - 1 if e == FULL else e - 1
             e = max(0, e)
         mm.stats[_LIMIT] = -1
@@ -1297,12 +1331,10 @@ class RevealBound:
         from lookahead.core import _status_into
 
         tb, mm = self.tables, self.memo
-        oc = np.ascontiguousarray(outcome_of, dtype=INT)
+        oc = np.array(outcome_of, dtype=INT)  # (writable copies: a read-only array is another numba type)
         P = self.facts.action_mentions.shape[1]
         work = np.empty((3, P), dtype=INT)
-        _status_into(oc, tb.est_prop, tb.est_kind, tb.est_value, work)
-        T, C, G, D = tb.prop.shape[0], tb.cells.shape[1], tb.grid.shape[0], tb.cost.shape[1]
-        v, _ = _bound_at(tb, mm, oc, np.ascontiguousarray(belief, dtype=FLOAT)[None, :], self.lik, work, -1, -1,
-                         np.zeros((T, 3), dtype=INT), np.zeros((T, 2), dtype=KEY), np.zeros((T, D)),
-                         np.zeros(tb.expr_kind.shape[0] + 1, dtype=np.bool_), np.zeros(D))
+        f = self.facts
+        _status_into(oc, f.est_prop, f.est_kind, f.est_value, work)
+        v, _ = _bound_at(tb, f, mm, oc, np.array(belief, dtype=FLOAT).reshape(1, -1), self.lik, work, -1, -1)
         return float(v)

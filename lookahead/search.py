@@ -253,7 +253,7 @@ from lookahead.core import (
     bayes_risk,
     permitted_actions,
 )
-from lookahead.reveal import _node_terms, _term_value
+from lookahead.reveal import _child_bounds
 from lookahead.layout import EXPR_ESTABLISHED, EXPR_OR, EXPR_RETURNED, NO_EXPR, NOT_TAKEN
 
 __all__ = [
@@ -638,7 +638,7 @@ def _probs_into(bel, lev, supp, ns, support, lik, o, n_y, neutral, check, probs,
     isnoop[lev] = noop
 
 
-@kernel
+@kernel(nrt=False)
 def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, facts, cost, limits_tol, penalty, zob,
             depth_key, tie, prune, memo, max_nodes, n_slots, neutral, nodes_tab, leaf_tab, bufs, merge, mentioned,
             support, skip_noops, skip_certain, xb):
@@ -656,8 +656,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     est_prop, est_kind, est_value = facts.est_prop, facts.est_kind, facts.est_value
     xm, bb = xb  # (one argument: past 30, CPython passes a call's arguments as a tuple numba cannot compile)
     # branch and bound (module docstring, "Branch and bound"): switches, the revelation bound and its buffers
-    (bnb, bnb_root, node_unit, tb, rmm, beta, qlo, clb, pall, corder, ncand, cidx, curbest, lbmin, ccut, cceil, rest,
-     qv, qst, qlow, rv_int, rv_key, rv_sp, rvals, rsp, nbb, bb_min_r, bb_one_term) = bb
+    (bnb, bnb_root, node_unit, bb_min_r, bb_one_term, tb, rmm, lf, li, of, oi, yf, qlow, cmask) = bb
     n_terms = tb.prop.shape[0]
     ex_nodes, ex_leaves, ex_dk, ex_depth, use_exact = xm  # the exact memo read (module docstring, "Exact entries")
     ek, ea, eb = facts.expr_kind, facts.expr_a, facts.expr_b
@@ -668,6 +667,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
     S = belief.shape[0]
     D = spent.shape[0]
     A = loss.shape[0]
+    Y = lik.shape[1]
     leaf_mask = leaf_tab.shape[0] - 1
 
     lev = st[_ST_LEV]
@@ -773,7 +773,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                                        est_prop, est_value, mentioned, work, need, supp, ns, support)
                 if lev > 0:
                     slot = _find(nodes_tab, _slot_key(mkey[lev] ^ depth_key[r]))
-                    if slot >= 0 and nodes_tab[slot].best == LOWER and nodes_tab[slot].value < beta[lev]:
+                    if slot >= 0 and nodes_tab[slot].best == LOWER and nodes_tab[slot].value < lf[_LF_BETA, lev]:
                         slot = -1  # only a lower bound, below this node's ceiling: search it
                     if slot >= 0:  # an equivalent node reached by another set of pairs
                         hit = True
@@ -1006,72 +1006,63 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                     best_v[lev] = np.inf
                     best_o[lev] = -1
                     tc[lev] = 1.0
-                    nbb[lev] = bnb and (r >= bb_min_r or lev == 0)
-                    if nbb[lev]:
-                        # every candidate's lower bound, penalty + sum_y P(y) L(child), L the revelation bound;
-                        # candidates in increasing order of it (ties: index order)
-                        _node_terms(tb, oc, work, rv_int, rv_key, rv_sp)
-                        t_lo = 0
-                        t_hi = n_terms
-                        if bb_one_term and n_terms > 1:  # the children read only the term largest here
-                            bt = -np.inf
-                            for t in range(n_terms):
-                                tv, tw = _term_value(tb, rmm, t, rv_int, rv_key, rv_sp, oc, bel, lev, -1, 0, lik, rsp,
-                                                     rvals)
-                                bwork += tw
-                                if tv > bt:
-                                    bt = tv
-                                    t_lo = t
-                            t_hi = t_lo + 1
-                        nc = 0
-                        for o in range(O):
-                            qst[lev, o] = 0
-                            if not elig[lev, o]:
-                                continue
-                            if lev > 0 and penalty[o] >= bound[lev] + PRUNE_MARGIN:
-                                pruned += 1
-                                continue
-                            _probs_into(bel, lev, supp, ns, support, lik, o, n_outcomes[o], neutral,
-                                        skip_noops and lev > 0, probs, isnoop)
-                            if isnoop[lev]:
-                                noops += 1
-                                continue
+                    li[_LI_BB, lev] = bnb and (r >= bb_min_r or lev == 0)
+                    # the candidates: eligible, not pruned for their penalty, not no-ops, with their outcome
+                    # probabilities; with branch and bound, each one's lower bound, penalty + sum_y P(y) L(child)
+                    # (L the revelation bound), in increasing order of it, ties (and without it, all) in index order
+                    for o in range(O):
+                        oi[_OI_STATE, lev, o] = 0
+                        cmask[o] = False
+                        if not elig[lev, o]:
+                            continue
+                        if lev > 0 and penalty[o] >= bound[lev] + PRUNE_MARGIN:
+                            pruned += 1
+                            continue
+                        _probs_into(bel, lev, supp, ns, support, lik, o, n_outcomes[o], neutral,
+                                    skip_noops and lev > 0, probs, isnoop)
+                        if isnoop[lev]:
+                            noops += 1
+                            continue
+                        cmask[o] = True
+                        for y in range(Y):
+                            yf[_YF_P, lev, o, y] = probs[lev, y] if y < n_outcomes[o] else 0.0
+                    if li[_LI_BB, lev]:
+                        bwork += _child_bounds(tb, facts, rmm, oc, bel, lev, lik, work, cmask, yf[_YF_P], yf[_YF_CLB],
+                                               bb_one_term)
+                    nc = 0
+                    for o in range(O):
+                        if not cmask[o]:
+                            continue
+                        ql = -np.inf
+                        if li[_LI_BB, lev]:
                             ql = penalty[o]
                             for y in range(n_outcomes[o]):
-                                pr = probs[lev, y]
-                                pall[lev, o, y] = pr
-                                lb = 0.0
-                                if pr > 0.0:
-                                    lb = -np.inf
-                                    for t in range(t_lo, t_hi):
-                                        tv, tw = _term_value(tb, rmm, t, rv_int, rv_key, rv_sp, oc, bel, lev, o,
-                                                             y, lik, rsp, rvals)
-                                        bwork += tw
-                                        if tv > lb:
-                                            lb = tv
-                                clb[lev, o, y] = lb
-                                ql += lb
-                            qlo[lev, o] = ql
-                            if lev == 0:
-                                qlow[o] = ql
-                            i = nc
-                            while i > 0 and qlo[lev, corder[lev, i - 1]] > ql:
-                                corder[lev, i] = corder[lev, i - 1]
-                                i -= 1
-                            corder[lev, i] = o
-                            nc += 1
-                        ncand[lev] = nc
-                        cidx[lev] = -1
-                        curbest[lev] = rk
-                        lbmin[lev] = np.inf
-                        ccut[lev] = False
-        if not done and nbb[lev]:
-            # a node whose children are nodes, with branch and bound (module docstring): the next child of the
-            # current candidate, or the next candidate whose lower bound is below its ceiling, or the node is done
+                                ql += yf[_YF_CLB, lev, o, y]
+                        else:
+                            for y in range(n_outcomes[o]):
+                                yf[_YF_CLB, lev, o, y] = 0.0
+                        of[_OF_QLO, lev, o] = ql
+                        if lev == 0:
+                            qlow[o] = ql
+                        i = nc
+                        while i > 0 and of[_OF_QLO, lev, oi[_OI_ORDER, lev, i - 1]] > ql:
+                            oi[_OI_ORDER, lev, i] = oi[_OI_ORDER, lev, i - 1]
+                            i -= 1
+                        oi[_OI_ORDER, lev, i] = o
+                        nc += 1
+                    li[_LI_NCAND, lev] = nc
+                    li[_LI_CIDX, lev] = -1
+                    lf[_LF_BEST, lev] = rk
+                    lf[_LF_LBMIN, lev] = np.inf
+                    li[_LI_CUT, lev] = False
+        if not done:
+            # a node whose children are nodes (remaining depth >= 2): the next child of the current candidate, or
+            # the next candidate whose lower bound is below its ceiling (branch and bound, module docstring; the
+            # ceiling is infinite without it), or the node is done
             o = cur_o[lev]
             found = False
             while True:
-                if o >= 0 and not ccut[lev]:
+                if o >= 0 and not li[_LI_CUT, lev]:
                     y = cur_y[lev] + 1
                     while y < n_outcomes[o] and probs[lev, y] <= 0.0:
                         y += 1
@@ -1083,43 +1074,43 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                     if lev == 0:
                         expected[o] = acc[lev]
                         qlow[o] = q
-                    qv[lev, o] = q
-                    qst[lev, o] = 1
+                    of[_OF_QV, lev, o] = q
+                    oi[_OI_STATE, lev, o] = 1
                     if q < minq[lev]:
                         minq[lev] = q
-                    if q < curbest[lev]:
-                        curbest[lev] = q
-                cidx[lev] += 1
-                if cidx[lev] >= ncand[lev]:
+                    if q < lf[_LF_BEST, lev]:
+                        lf[_LF_BEST, lev] = q
+                li[_LI_CIDX, lev] += 1
+                if li[_LI_CIDX, lev] >= li[_LI_NCAND, lev]:
                     break
-                o = corder[lev, cidx[lev]]
-                ceil = curbest[lev]
-                if beta[lev] < ceil:
-                    ceil = beta[lev]
-                ceil += PRUNE_MARGIN
-                if lev == 0 and not bnb_root:
-                    ceil = np.inf  # every root candidate's Q, exactly (the candidate table)
-                if qlo[lev, o] >= ceil:  # so is every later one's: none can beat the best, or the ceiling
-                    if qlo[lev, o] < lbmin[lev]:
-                        lbmin[lev] = qlo[lev, o]
-                    bpruned += ncand[lev] - cidx[lev]
-                    cidx[lev] = ncand[lev]
+                o = oi[_OI_ORDER, lev, li[_LI_CIDX, lev]]
+                ceil = np.inf  # (without bounds, or at a root whose every candidate's Q is wanted: the table)
+                if li[_LI_BB, lev] and (lev > 0 or bnb_root):
+                    ceil = lf[_LF_BEST, lev]
+                    if lf[_LF_BETA, lev] < ceil:
+                        ceil = lf[_LF_BETA, lev]
+                    ceil += PRUNE_MARGIN
+                if of[_OF_QLO, lev, o] >= ceil:  # so is every later one's: none can beat the best, or the ceiling
+                    if of[_OF_QLO, lev, o] < lf[_LF_LBMIN, lev]:
+                        lf[_LF_LBMIN, lev] = of[_OF_QLO, lev, o]
+                    bpruned += li[_LI_NCAND, lev] - li[_LI_CIDX, lev]
+                    li[_LI_CIDX, lev] = li[_LI_NCAND, lev]
                     break
-                cceil[lev] = ceil
-                ccut[lev] = False
+                lf[_LF_CEIL, lev] = ceil
+                li[_LI_CUT, lev] = False
                 acc[lev] = 0.0
-                rest[lev] = qlo[lev, o] - penalty[o]
+                lf[_LF_REST, lev] = of[_OF_QLO, lev, o] - penalty[o]
                 for yy in range(n_outcomes[o]):
-                    probs[lev, yy] = pall[lev, o, yy]
+                    probs[lev, yy] = yf[_YF_P, lev, o, yy]
                 cur_o[lev] = o
                 cur_y[lev] = -1
             if found:
                 cur_o[lev] = o
                 cur_y[lev] = y
                 pr = probs[lev, y]
-                rest[lev] -= clb[lev, o, y]  # the lower bounds of the outcomes after y
+                lf[_LF_REST, lev] -= yf[_YF_CLB, lev, o, y]  # the lower bounds of the outcomes after y
                 # the child's ceiling: past it, Q reaches the candidate's ceiling whatever the other outcomes give
-                cb = (cceil[lev] - penalty[o] - acc[lev] - rest[lev]) / pr
+                cb = (lf[_LF_CEIL, lev] - penalty[o] - acc[lev] - lf[_LF_REST, lev]) / pr
                 ch = h[lev] ^ zob[o, y]
                 if memo:
                     slot = _find(nodes_tab, _slot_key(ch ^ depth_key[r - 1]))
@@ -1131,12 +1122,12 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                             continue
                         if nodes_tab[slot].value >= cb:  # a lower bound already past the ceiling: cut
                             hits += 1
-                            low = penalty[o] + acc[lev] + pr * nodes_tab[slot].value + rest[lev]
-                            if low < lbmin[lev]:
-                                lbmin[lev] = low
+                            low = penalty[o] + acc[lev] + pr * nodes_tab[slot].value + lf[_LF_REST, lev]
+                            if low < lf[_LF_LBMIN, lev]:
+                                lf[_LF_LBMIN, lev] = low
                             if lev == 0 and low > qlow[o]:
                                 qlow[o] = low
-                            ccut[lev] = True
+                            li[_LI_CUT, lev] = True
                             continue
                 if use_exact:  # V* of the child, where the full-depth search completed it ("Exact entries")
                     xv, xc = _exact_value(ex_nodes, ex_leaves, ex_dk, ex_depth - lev - 1, ch)
@@ -1154,7 +1145,7 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                 path_o[lev] = o
                 path_y[lev] = y
                 h[lev] = ch
-                beta[lev] = cb
+                lf[_LF_BETA, lev] = cb
                 entering = True
                 continue
             # node done: exact where its value is below its ceiling (every candidate left out is at least the
@@ -1162,106 +1153,23 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
             v = risk[lev]
             if minq[lev] < v:
                 v = minq[lev]
-            if v < beta[lev]:
+            if v < lf[_LF_BETA, lev] or lf[_LF_LBMIN, lev] == np.inf:  # (nothing left out or cut: exact whatever the ceiling)
                 bo = -1
                 bv = np.inf
                 for oo in range(O):
-                    if qst[lev, oo] == 1:
-                        q = qv[lev, oo]
+                    if oi[_OI_STATE, lev, oo] == 1:
+                        q = of[_OF_QV, lev, oo]
                         if bo < 0 or q < bv - tie or (q <= bv + tie and penalty[oo] < penalty[bo] - tie):
                             bv = q
                             bo = oo
                 b = bo if (bo >= 0 and bv < risk[lev] - tie) else -1
                 sub = tc[lev]
             else:
-                if lbmin[lev] < v:
-                    v = lbmin[lev]
+                if lf[_LF_LBMIN, lev] < v:
+                    v = lf[_LF_LBMIN, lev]
                 vexact = False
                 b = LOWER
                 sub = 0.0
-        elif not done:
-            # a node whose children are nodes (remaining depth >= 2): the next child, or the node is done
-            o = cur_o[lev]
-            y = cur_y[lev] + 1
-            found = False
-            while True:
-                if o >= 0:
-                    while y < n_outcomes[o] and probs[lev, y] <= 0.0:
-                        y += 1
-                    if y < n_outcomes[o]:
-                        found = True
-                        break
-                    # every outcome of o is in: Q = penalty + expectation
-                    q = penalty[o] + acc[lev]
-                    if lev == 0:
-                        expected[o] = acc[lev]
-                    if q < minq[lev]:
-                        minq[lev] = q
-                    if (best_o[lev] < 0 or q < best_v[lev] - tie
-                            or (q <= best_v[lev] + tie and penalty[o] < penalty[best_o[lev]] - tie)):
-                        best_v[lev] = q
-                        best_o[lev] = o
-                o += 1
-                ns = nsup[lev]
-                while True:
-                    while o < O:
-                        if elig[lev, o]:
-                            if lev > 0 and penalty[o] >= bound[lev] + PRUNE_MARGIN:
-                                pruned += 1
-                            else:
-                                break
-                        o += 1
-                    if o >= O:
-                        break
-                    # outcome_probs(bel[lev], lik[o], ...), and the no-op test
-                    _probs_into(bel, lev, supp, ns, support, lik, o, n_outcomes[o], neutral, skip_noops and lev > 0, probs,
-                                isnoop)
-                    if not isnoop[lev]:
-                        break
-                    noops += 1  # a pure cost (module docstring, "No-op observations")
-                    o += 1
-                if o >= O:
-                    break
-                acc[lev] = 0.0
-                cur_o[lev] = o
-                y = 0
-            if found:
-                # the child (o, y): from the memo, or entered next
-                cur_o[lev] = o
-                cur_y[lev] = y
-                ch = h[lev] ^ zob[o, y]
-                if memo:
-                    slot = _find(nodes_tab, _slot_key(ch ^ depth_key[r - 1]))
-                    if slot >= 0:
-                        hits += 1
-                        acc[lev] += probs[lev, y] * nodes_tab[slot].value
-                        tc[lev] += nodes_tab[slot].count
-                        continue
-                if use_exact:  # V* of the child, where the full-depth search completed it ("Exact entries")
-                    xv, xc = _exact_value(ex_nodes, ex_leaves, ex_dk, ex_depth - lev - 1, ch)
-                    if xc > 0.0:
-                        reused += 1
-                        acc[lev] += probs[lev, y] * xv
-                        tc[lev] += xc
-                        continue
-                nodes += 1
-                if nodes > max_nodes:
-                    status = _CAP
-                    break
-                oc[o] = y
-                lev += 1
-                path_o[lev] = o
-                path_y[lev] = y
-                h[lev] = ch
-                beta[lev] = np.inf
-                entering = True
-                continue
-            # node done: V = min(R, min_o Q); the plan's choice follows the tie rule
-            v = risk[lev]
-            if minq[lev] < v:
-                v = minq[lev]
-            b = best_o[lev] if (best_o[lev] >= 0 and best_v[lev] < risk[lev] - tie) else -1
-            sub = tc[lev]
         if memo:  # store the node (room was made at its entry); a key already there is a hash collision
             key = _slot_key(h[lev] ^ depth_key[r])
             if r >= 1:
@@ -1294,12 +1202,12 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
             tc[lev] += sub
         else:  # the child passed its ceiling: so does the candidate's Q; cut it
             o = cur_o[lev]
-            low = penalty[o] + acc[lev] + probs[lev, cur_y[lev]] * v + rest[lev]
-            if low < lbmin[lev]:
-                lbmin[lev] = low
+            low = penalty[o] + acc[lev] + probs[lev, cur_y[lev]] * v + lf[_LF_REST, lev]
+            if low < lf[_LF_LBMIN, lev]:
+                lf[_LF_LBMIN, lev] = low
             if lev == 0 and low > qlow[o]:
                 qlow[o] = low
-            ccut[lev] = True
+            li[_LI_CUT, lev] = True
     st[_ST_LEV] = lev
     st[_ST_NODES] = nodes
     st[_ST_HITS] = hits
@@ -1653,7 +1561,13 @@ _NO_TABLE = (_as_records(np.zeros(1, dtype=NODE_SLOT)), _as_records(np.zeros(1, 
 
 
 #: Where the root candidates' lower bounds are in the branch-and-bound tuple (:func:`_bnb_args`).
-_BB_QLOW = 19
+_BB_QLOW = 12
+# the branch-and-bound buffers, packed (every array a kernel boundary passes costs compile time)
+_LF_BETA, _LF_BEST, _LF_LBMIN, _LF_CEIL, _LF_REST = range(5)  # lf: float64[5, L], per level
+_LI_NCAND, _LI_CIDX, _LI_CUT, _LI_BB = range(4)  # li: int64[4, L], per level
+_OF_QLO, _OF_QV = 0, 1  # of: float64[2, L, O], per candidate
+_OI_ORDER, _OI_STATE = 0, 1  # oi: int64[2, L, O]
+_YF_CLB, _YF_P = 0, 1  # yf: float64[2, L, O, Y], per outcome
 #: Branch and bound bounds the candidates of nodes with at least this remaining depth (and the root's); below,
 #: a node is searched whole.
 BB_MIN_R = 2
@@ -1667,8 +1581,7 @@ def _bnb_args(reveal, bnb_root, depth, S, lik, loss, facts, cost):
     from lookahead.reveal import empty_tables, reveal_memo
 
     O, Y = lik.shape[0], lik.shape[1]
-    A, D = loss.shape[0], cost.shape[1]
-    N = np.asarray(facts.expr_kind).shape[0]
+    A = loss.shape[0]
     L = int(depth) + 1
     on = reveal is not None and reveal.tables is not None
     if on:
@@ -1676,14 +1589,11 @@ def _bnb_args(reveal, bnb_root, depth, S, lik, loss, facts, cost):
     else:
         tb = empty_tables(lik, loss, facts, cost)
         mm = reveal_memo(tb, 1)
-    T = max(1, tb.prop.shape[0])
-    return (on, bool(bnb_root) and on, INT(max(1, S * (A + Y * O))), tb, mm, np.full(L, np.inf),
-            np.zeros((L, O)), np.zeros((L, O, Y)), np.zeros((L, O, Y)), np.zeros((L, O), dtype=INT),
-            np.zeros(L, dtype=INT), np.zeros(L, dtype=INT), np.zeros(L), np.zeros(L), np.zeros(L, dtype=np.bool_),
-            np.zeros(L), np.zeros(L), np.zeros((L, O)), np.zeros((L, O), dtype=INT), np.full(O, np.nan),
-            np.zeros((T, 3), dtype=INT), np.zeros((T, 2), dtype=KEY), np.zeros((T, D)),
-            np.zeros(N + 1, dtype=np.bool_), np.zeros(D), np.zeros(L, dtype=np.bool_), INT(BB_MIN_R),
-            bool(BB_ONE_TERM))
+    lf = np.zeros((5, L))
+    lf[_LF_BETA] = np.inf
+    return (on, bool(bnb_root) and on, INT(max(1, S * (A + Y * O))), INT(BB_MIN_R), bool(BB_ONE_TERM), tb, mm, lf,
+            np.zeros((4, L), dtype=INT), np.zeros((2, L, O)), np.zeros((2, L, O), dtype=INT), np.zeros((2, L, O, Y)),
+            np.full(O, np.nan), np.zeros(O, dtype=np.bool_))
 
 
 def _exact_args(exact, memo):

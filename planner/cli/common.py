@@ -229,7 +229,7 @@ def add_policy_arg(p, *, repeatable: bool = False) -> None:
     p.add_argument("--max-nodes", type=count_int, metavar="N", action=Once,
                    help="nodes one lookahead:D search may expand (default 2,000,000, fewer on expensive domains)")
     p.add_argument("--max-work", type=count_int, metavar="N", action=Once,
-                   help="work units one bounded decision may spend (default 500,000,000, about 1 s of CPU; "
+                   help="work units one bounded decision may spend (default 1,000,000,000, about 1 s of CPU; "
                         "exhausting it is not an error: the answer carries its interval)")
 
 

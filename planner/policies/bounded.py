@@ -99,10 +99,13 @@ One work unit is one state-operation of the depth-first kernel: a node of
 that search costs ``S x (A + Y x O)`` units (its outcome probabilities, beliefs
 and risks), a node of the best-first search ``BEST_FIRST_UNIT x O x (S + Y + 8)``
 (its belief, key, bounds and backups, measured about 8 times as costly per
-term). On a loaded 2-core machine a unit took 1.0-2.3 ns in the depth-first
-search and 1.2-2.2 ns (after the factor) in the best-first one
-(``bench/results/engine.md``), so the default :data:`DEFAULT_WORK` of 5e8 is
-about one second of CPU. The count is deterministic; the clock is not used.
+term); the revelation bound counts its own work in the same unit (an entry of
+its memo ``C x G x (A + 2 x Y x m)``, a value read ``C x 8``; :mod:`lookahead.reveal`)
+and the depth-first searches count it against their caps. Budget-bound default
+decisions on generated 8-state domains of 24-40 observations spent 0.76-1.20 ns a
+unit, all phases together (``bench/results/engine.md``, section ``unit``), so the
+default :data:`DEFAULT_WORK` of 1e9 is about one second of CPU. The count is
+deterministic; the clock is not used.
 
 The best-first search's tip bound (:data:`lookahead.bounded.BOUND_SEPARATION`)
 reads two-state relaxation tables built once per search, before it starts
@@ -167,7 +170,7 @@ __all__ = ["Bounded", "DEFAULT_WORK", "EXHAUSTIVE_SHARE", "RESUME_SHARE", "DEEPE
            "TABLE_SHARE", "node_work", "BUDGET", "plan_floor"]
 
 #: The work units of one decision when none is given: about one second of CPU (see the module docstring).
-DEFAULT_WORK = 500_000_000
+DEFAULT_WORK = 1_000_000_000
 #: The share of the budget the exhaustive depth-first attempt may spend before the best-first search starts.
 EXHAUSTIVE_SHARE = 0.5
 #: The share of the budget the exhaustive search may spend more, resumed, where it finished one root candidate
@@ -325,7 +328,7 @@ class Bounded(Policy):
     arg = "N"
     forms = ("bounded", "bounded:N", "bounded:N:PRICE")
     summary = ("anytime bounded search to a certified optimum (N work units per decision, default auto: "
-               "500000000, about 1 s of CPU; PRICE loss units per 1,000 nodes, default 0)")
+               "1000000000, about 1 s of CPU; PRICE loss units per 1,000 nodes, default 0)")
     study = {"bounded:5000000": ("depth",), "bounded:50000000": ("depth",), "bounded:auto:1": ("depth",),
              "bounded:auto:0.1": ("depth",), "bounded": ("depth", "model", "frontier", "conservative")}
     work_field = "work"
