@@ -180,9 +180,13 @@ RESUME_SHARE = 0.25
 #: (the candidate table), given this many times what it spent, where that much of the exhaustive share is left
 #: (measured 1.2-2.8 times on generated 8-state domains of 12-16 observations; more on some).
 EVERY_FACTOR = 3
-#: The plain exhaustive search gets this many work units first (the Python tier's allowance,
-#: :data:`planner.tiers.PYTHON_SEARCH_WORK`): where it finishes, the decision needs no revelation bound.
-SMALL_WORK = PYTHON_SEARCH_WORK
+#: The plain exhaustive search gets this many work units first (its first
+#: :data:`planner.tiers.PYTHON_SEARCH_WORK` in the Python tier): where it finishes, the decision needs no
+#: revelation bound. About what the bound's tables and root fill cost on small domains (1.9-3.8 M units on
+#: generated 8 x 10-12, 4.9-8.8 M on 8 x 16, 27-35 M on 8 x 20-32), so that a search which fits pays at most
+#: about twice what it needed either way (the ski-rental rule), and a large one loses 0.4% of the default
+#: budget.
+SMALL_WORK = 4_000_000
 #: The share of the budget kept for the depth-limited searches after the best-first one (which gets the rest).
 DEEPENING_SHARE = 0.125
 #: A best-first node's cost per term of ``O x (S + Y + 8)``, in work units (measured, see the module docstring).
