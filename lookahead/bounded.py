@@ -487,19 +487,20 @@ class Tables(NamedTuple):
     rv_on: bool
     rv_unit: int
     rv_root: np.ndarray
-    rv_tb: object
-    rv_mm: object
 
 
-def _reveal_fields(reveal, root, unit, lik, loss, facts, cost) -> dict:
-    """The ``rv_*`` fields of :class:`Tables`: the revelation bound's tables and memo, the root they were built at
-    and the work units a generated node stands for (placeholders of the same types without one)."""
+def _reveal_fields(reveal, root, unit, lik, loss, facts, cost) -> tuple:
+    """The ``rv_*`` fields of :class:`Tables` (whether the revelation bound is on, the work units a generated node
+    stands for, the root its tables were built at), and ``(tables, memo)``, placeholders of the same types without
+    one. The pair is not a field of :class:`Tables`: only :func:`_search` and :func:`_find_or_create` read it, and
+    every kernel that takes a large nested tuple compiles slower (with it in :class:`Tables`, every kernel taking
+    one compiled about twice as long: ``bench/results/compile.md``)."""
     O = lik.shape[0]
     if reveal is None or reveal.tables is None:
         tb = empty_tables(lik, loss, facts, cost)
-        return dict(rv_on=False, rv_unit=1, rv_root=np.full(O, -1, dtype=np.int64), rv_tb=tb, rv_mm=reveal_memo(tb, 1))
-    return dict(rv_on=True, rv_unit=max(1, int(unit)), rv_root=np.ascontiguousarray(root, dtype=np.int64),
-                rv_tb=reveal.tables, rv_mm=reveal.memo)
+        return dict(rv_on=False, rv_unit=1, rv_root=np.full(O, -1, dtype=np.int64)), (tb, reveal_memo(tb, 1))
+    return (dict(rv_on=True, rv_unit=max(1, int(unit)), rv_root=np.ascontiguousarray(root, dtype=np.int64)),
+            (reveal.tables, reveal.memo))
 
 
 def _no_exact(O: int, Y: int) -> dict:
@@ -1124,7 +1125,7 @@ def _best_assignment(gm, n, hf, hi, hb):
 
 
 @kernel(nrt=False)
-def _find_or_create(g, ocb, t, f, w):
+def _find_or_create(g, ocb, t, f, w, rv):
     """The decision node of pairs `ocb`: found by its equivalence key, or evaluated and added. Returns its index.
 
     The caller has made room for one more node and one more key.
@@ -1230,10 +1231,10 @@ def _find_or_create(g, ocb, t, f, w):
                 for o in range(O):  # (as int64: the depth-first search's type, one compiled signature)
                     w.rv_oc[o] = ocb[o]
                 none = np.int64(-1)  # (not the literal -1: numba would compile _bound_at once more for it)
-                rv, rw = _bound_at(t.rv_tb, f, t.rv_mm, w.rv_oc, w.rv_bel, lik, work, none, none)
+                rv_v, rw = _bound_at(rv[0], f, rv[1], w.rv_oc, w.rv_bel, lik, work, none, none)
                 count[_C_RWORK] += rw
-                if rv > lh:
-                    lh = rv
+                if rv_v > lh:
+                    lh = rv_v
     if lh > r:
         lh = r
     if lh0 > lh:
@@ -1291,7 +1292,7 @@ def _back_up(i, nf, ni, cf, ci, sn, sp, penalty):
 
 
 @kernel(nrt=False)
-def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f, w):
+def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f, w, rv):
     """Best-first search from the node of pairs `root_pairs` (see the module docstring).
 
     `done` is the nodes earlier calls of the same planning step added (the
@@ -1361,7 +1362,7 @@ def _search(g, root_pairs, budget, tol_abs, tol_rel, tie_tol, price, done, t, f,
                     count[_C_TRANSPOSITIONS] += 1
                 else:
                     n_before = count[_C_NODES]
-                    j = _find_or_create(g, ocb, t, f, w)
+                    j = _find_or_create(g, ocb, t, f, w, rv)
                     if count[_C_NODES] > n_before:
                         z[j, 0] = q1  # a new node: its own pairs' hashes
                         z[j, 1] = q2
@@ -1793,6 +1794,7 @@ class BoundedSearch:
         zobrist = np.random.default_rng(ZOBRIST_SEED).integers(1, np.iinfo(np.uint64).max, size=(2, O, Y),
                                                                 dtype=np.uint64, endpoint=True)
         flags = np.stack([self.admitted, mentioned, ~mentioned & (self.lik == 1.0).any(axis=(1, 2)), pure], axis=1)
+        rv_fields, self.rv = _reveal_fields(reveal, reveal_root, reveal_unit, self.lik, self.loss, facts, self.cost)
         self.tables = Tables(prior=self.prior, lik=self.lik, lik_zero=np.ascontiguousarray((self.lik == 0.0).all(axis=2)),
                              n_outcomes=self.n_outcomes, loss=self.loss, cost=self.cost, limits_tol=self.limits_tol,
                              penalty=self.penalty, flags=np.ascontiguousarray(flags),
@@ -1801,7 +1803,7 @@ class BoundedSearch:
                              cost_order=cost_order,
                              pen_order=np.argsort(self.penalty, kind="stable").astype(np.int64),
                              pair_id=pair_id, pair_f=pair_f, gated=gated, bound=int(bound), **_no_exact(O, Y),
-                             **_reveal_fields(reveal, reveal_root, reveal_unit, self.lik, self.loss, facts, self.cost))
+                             **rv_fields)
         self.exact = None
         self.reveal = reveal
         self.scratch = _new_scratch(O, S, self.loss.shape[0], self.cost.shape[1], facts.action_mentions.shape[1],
@@ -1885,7 +1887,7 @@ class BoundedSearch:
         ocb = np.ascontiguousarray(outcome_of, dtype=np.int16)
         while True:
             status, _, i = _search(self.graph, ocb, -1, 0.0, 0.0, 0.0, 0.0, 0, self.tables, self.facts,
-                                   self.scratch)
+                                   self.scratch, self.rv)
             if status != _ST_SPACE:
                 return int(i)
             if not self._grow(1, 0, 0):
@@ -1926,7 +1928,8 @@ class BoundedSearch:
             slice_budget = budget - done if deadline is None else min(budget - done, 20_000)
             tie_tol = max(TIE, tol_abs)
             status, added, root = _search(self.graph, ocb, max(0, slice_budget), float(tol_abs), float(tol_rel),
-                                          tie_tol, float(price), done, self.tables, self.facts, self.scratch)
+                                          tie_tol, float(price), done, self.tables, self.facts, self.scratch,
+                                          self.rv)
             done += int(added)
             if status == _ST_SPACE:
                 if self._grow(O * Y, O, O * Y):
