@@ -90,16 +90,17 @@ __all__ = [
 
 #: The Python tier's share of work (state-operations, over a process) before the kernels compile. The
 #: Python tier runs 0.9 to 4.1 million state-operations per CPU second (``bench/bench_compile.py``,
-#: ``bench/results/compile.md``), so this is at most about 1.1 s of Python, against about 50 s of compiling
+#: ``bench/results/compile.md``), so this is at most about 1.1 s of Python, against about 40 s of compiling
 #: (:data:`COMPILE_SECONDS`) that every later process then loads from the cache in a fraction of a second.
 PYTHON_WORK = 1_000_000
 #: What :func:`announce` says a first compile costs: the CPU seconds of the first ``planner explain`` of an
 #: 8-state, 12-observation domain with a 3-step chain from an empty cache, less the same run from a warm one
-#: (52.7 s and 1.2 s, 2026-12-07 on a 2-core machine; 57.5 s and 1.4 s wall; it was 27.8 s before the revelation
-#: bound's kernels, which the depth-first search calls and so compiles with it). ``planner warm``, which compiles
-#: every kernel, not only those one run needs, took 98.9 s of CPU compiling in the same hour
-#: (``bench/results/compile.md``). A busy machine takes longer in wall time.
-COMPILE_SECONDS = 50
+#: (37.3 s and 1.9 s, 2026-12-07 on a 2-core machine; 37.1 s wall; 42.8 s in a run beside the test suite; it
+#: was 27.8 s before the revelation bound's kernels, which the depth-first search calls and so compiles with it).
+#: ``planner warm``, which compiles every kernel, not only those one run needs, took 70.9 s of CPU compiling
+#: against 41.5 s for the revision before the bound, side by side (``bench/results/compile.md``). A busy
+#: machine takes longer in wall time.
+COMPILE_SECONDS = 40
 #: The line :func:`announce` prints.
 COMPILE_MESSAGE = ("planner: compiling search kernels, first run only, about {seconds} s "
                    "(run 'planner warm' to do this ahead of time)")
