@@ -61,7 +61,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import importlib
+import os
 import sys
 import types
 import warnings
@@ -83,6 +85,7 @@ __all__ = [
     "registered",
     "NoKernelCacheWarning",
     "cache_available",
+    "package_stamp",
     "PYTHON_WORK",
     "COMPILE_SECONDS",
     "COMPILE_MESSAGE",
@@ -127,7 +130,73 @@ def _numba_njit(**options):
     """``numba.njit(**options)`` (imported here, at the first compile, never at import)."""
     import numba
 
+    _install_locators()
     return numba.njit(**options)
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_LOCATORS: list = []  # the locator classes once installed
+
+
+@functools.lru_cache(maxsize=8)
+def _package_digest(stamps: tuple) -> bytes:
+    """sha256 over the sources of every module of this package (`stamps`: their names, mtimes and sizes, so
+    that a file changed while the process runs is read again)."""
+    h = hashlib.sha256()
+    for name, _, _ in stamps:
+        h.update(name.encode())
+        with open(os.path.join(_PACKAGE, name), "rb") as f:
+            h.update(f.read())
+    return h.digest()
+
+
+def package_stamp() -> bytes:
+    """The source stamp of every kernel's cache entry: a digest of all of ``lookahead``'s sources.
+
+    numba keys a cached kernel on its own file's source alone, but a kernel's cached machine code includes the
+    kernels it calls and inlines from other modules (``search._search`` calls ``reveal._child_bounds``): after
+    an edit to ``reveal.py`` alone (a ``git pull`` into an editable install), numba would load ``_search`` with
+    the old ``reveal`` code inside. Keying every kernel on the whole package makes any change to any module
+    recompile them all, once.
+
+    >>> len(package_stamp())
+    32
+    """
+    names = sorted(n for n in os.listdir(_PACKAGE) if n.endswith(".py"))
+    stamps = []
+    for n in names:
+        st = os.stat(os.path.join(_PACKAGE, n))
+        stamps.append((n, st.st_mtime_ns, st.st_size))
+    return _package_digest(tuple(stamps))
+
+
+def _install_locators() -> None:
+    """Put locators that key this package's kernels on :func:`package_stamp` in front of numba's own (the same
+    cache folders; other code's kernels are left to numba's locators)."""
+    if _LOCATORS:
+        return
+    try:
+        from numba.core import caching
+
+        bases = (caching.UserProvidedCacheLocator, caching.InTreeCacheLocator, caching.UserWideCacheLocator)
+        classes = caching.CacheImpl._locator_classes
+    except AttributeError:  # another numba layout: its own locators (each kernel keyed on its own file)
+        _LOCATORS.append(None)
+        return
+    for base in bases:
+        class Locator(base):
+            def get_source_stamp(self):
+                return package_stamp()
+
+            @classmethod
+            def from_function(cls, py_func, py_file):
+                if os.path.dirname(os.path.abspath(py_file)) != _PACKAGE:
+                    return None
+                return super().from_function(py_func, py_file)
+
+        Locator.__name__ = Locator.__qualname__ = "Package" + base.__name__
+        _LOCATORS.append(Locator)
+    classes[:0] = _LOCATORS
 
 
 class Kernel:

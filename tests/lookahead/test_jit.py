@@ -405,3 +405,33 @@ def test_a_kernel_defined_after_its_module_was_compiled_is_compiled_and_callable
     assert m.two() == 2 and m.two.dispatcher.signatures
     with jit.python_only():
         assert m.two() == 2
+
+
+def test_the_cache_stamp_covers_every_module_of_the_package(tmp_path, monkeypatch):
+    # a kernel's cached code includes the kernels it calls from other modules, so an edit to any module must
+    # change every kernel's stamp (numba's own stamp is the defining file alone)
+    import pathlib
+    import shutil
+
+    for src in pathlib.Path(jit.__file__).parent.glob("*.py"):
+        shutil.copy(src, tmp_path / src.name)
+    monkeypatch.setattr(jit, "_PACKAGE", str(tmp_path))
+    before = jit.package_stamp()
+    assert jit.package_stamp() == before  # deterministic
+    (tmp_path / "reveal.py").write_text((tmp_path / "reveal.py").read_text() + "\n# an edit\n")
+    after = jit.package_stamp()
+    assert after != before
+    (tmp_path / "reveal.py").write_text((tmp_path / "reveal.py").read_text()[: -len("\n# an edit\n")])
+    assert jit.package_stamp() == before  # content, not the clock
+
+
+def test_the_project_kernels_are_cached_under_the_package_stamp():
+    import lookahead.search as search
+
+    planner.Session(planner.load_domain("payment_release")).node.search(2)  # compiled (conftest)
+    disp = search._search.dispatcher
+    if not jit.cache_available() or type(disp._cache).__name__ == "NullCache":
+        pytest.skip("numba has no disk cache here")
+    locator = disp._cache._impl.locator
+    assert type(locator).__name__.startswith("Package")
+    assert locator.get_source_stamp() == jit.package_stamp()
