@@ -615,10 +615,23 @@ def empty_tables(lik, loss, facts, cost) -> RevealTables:
     """
     O, Y = lik.shape[0], lik.shape[1]
     D, N = cost.shape[1], np.asarray(facts.expr_kind).shape[0]
-    z = np.zeros
-    return _tables(z(0, INT), z((0, 1, 2), INT), z(0, INT), z((0, O), bool), z((0, 1, O, Y, 1)), z((0, 1, O, Y, 1)),
-                   z((0, 1, O, Y, 1), INT), z(2), loss, z(O), cost, z(D), z((0, D)), facts, z(N, INT),
-                   np.full((O, Y), -1, INT), np.random.default_rng(0), O, FULL, 0, z(D), z(O, bool))
+    key = (O, Y, D, N, np.shape(loss), np.shape(cost))
+    tb = _EMPTY.get(key)
+    if tb is None:
+        # (by shape: no kernel reads a placeholder, only its types count, and building one, its keys drawn,
+        # took about 100 us, twice the whole of a small search)
+        z = np.zeros
+        tb = _tables(z(0, INT), z((0, 1, 2), INT), z(0, INT), z((0, O), bool), z((0, 1, O, Y, 1)),
+                     z((0, 1, O, Y, 1)), z((0, 1, O, Y, 1), INT), z(2), z(np.shape(loss)), z(O), z(np.shape(cost)),
+                     z(D), z((0, D)), facts, z(N, INT), np.full((O, Y), -1, INT), np.random.default_rng(0), O, FULL,
+                     0, z(D), z(O, bool))
+        if len(_EMPTY) >= 64:
+            _EMPTY.clear()
+        _EMPTY[key] = tb
+    return tb
+
+
+_EMPTY: dict = {}  # empty_tables' placeholders, by shape
 
 
 def _new_stats():
