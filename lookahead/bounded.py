@@ -1805,7 +1805,6 @@ class BoundedSearch:
                              pair_id=pair_id, pair_f=pair_f, gated=gated, bound=int(bound), **_no_exact(O, Y),
                              **rv_fields)
         self.exact = None
-        self.reveal = reveal
         self.scratch = _new_scratch(O, S, self.loss.shape[0], self.cost.shape[1], facts.action_mentions.shape[1],
                                     facts.expr_kind.shape[0], int(cls.max()) + 1 if S else 1)
         self.clear()

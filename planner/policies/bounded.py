@@ -102,7 +102,7 @@ and risks), a node of the best-first search ``BEST_FIRST_UNIT x O x (S + Y + 8)`
 term); the revelation bound counts its own work in the same unit (an entry of
 its memo ``C x G x (A + 2 x Y x m)``, a value read ``C x 8``; :mod:`lookahead.reveal`)
 and the depth-first searches count it against their caps. Budget-bound default
-decisions on generated 8-state domains of 24-40 observations spent 0.76-1.20 ns a
+decisions on generated 8-state domains of 24-40 observations spent 0.74-1.37 ns a
 unit, all phases together (``bench/results/engine.md``, section ``unit``), so the
 default :data:`DEFAULT_WORK` of 1e9 is about one second of CPU. The count is
 deterministic; the clock is not used.

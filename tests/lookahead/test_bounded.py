@@ -22,6 +22,7 @@ from lookahead.bounded import (
 )
 from lookahead.layout import NOT_TAKEN
 from lookahead.search import expectimax
+from oracle import v_star
 from strategies import domain_dicts
 
 
@@ -32,12 +33,7 @@ def _search(session, **kw) -> BoundedSearch:
 
 
 def _v_star(node) -> float:
-    """V* at `node` by the exhaustive full-depth expectimax (the independent oracle)."""
-    c = node.compiled
-    depth = int((node.outcome_of == NOT_TAKEN).sum())
-    return expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted, depth, c.lik,
-                      c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values,
-                      max_nodes=2_000_000).value
+    return v_star(node, max_nodes=2_000_000)
 
 
 def _node_of(session, oc):

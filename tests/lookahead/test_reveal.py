@@ -8,10 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import planner
-from lookahead.layout import NOT_TAKEN
 from lookahead.reveal import FULL, RevealBound, grid_points, reveal_tables, revealable, status_code
-from lookahead.search import expectimax
 from planner.generators import benchmark_domain
+from oracle import v_star
 from strategies import domain_dicts
 
 SLACK = 1e-9
@@ -24,11 +23,7 @@ def _bound(node, root, **kw) -> RevealBound:
 
 
 def _v_star(node) -> float:
-    c = node.compiled
-    depth = int((node.outcome_of == NOT_TAKEN).sum())
-    return expectimax(node.belief, node.outcome_of, node.spent, node.eligible, node.admission.admitted, depth, c.lik,
-                      c.n_outcomes, c.loss, c.facts, c.cost, c.limits, c.penalty, c.n_values,
-                      max_nodes=5_000_000).value
+    return v_star(node, max_nodes=5_000_000)
 
 
 def _descendants(root, rng, count):
