@@ -21,11 +21,16 @@ import numpy as np
 
 from studies.depth3.design import (ALPHA, ANCHORED, BASELINE, EVAL_CAP, EVAL_WORK, LEVEL, MIN_N, MIXES, N_BOOT,
                                    NODE_MS, PEER_MAX_SIMS, PEER_MS_PER_SIM, PRICES, SELECT_SEEDS, TEST_SEEDS)
-from studies.depth3.select import (INTERVAL_METHODS, Cases, coverage_table, interval_rule, load_rows,
+from studies.depth3.select import (INTERVAL_METHODS, Cases, coverage_table, interval_rule, load_rows, method_level,
                                    min_cases_for_verdict, mix_weights, out_of_sample, peer_summary, policy_summary,
                                    reweighted, selection_map)
 
 __all__ = ["render_folder", "main", "OUTPUTS"]
+
+#: The interval rule, as every section states it.
+RULE_TEXT = ("BCa where it holds, else the studentised interval (`t`) where that holds, else the studentised "
+             f"interval computed at a nominal 95% (`t@95%`) or 99% (`t@99%`) where its coverage of the {LEVEL:.0%} target "
+             "holds (the bootstrap calibration of the nominal level), else BCa marked `(coverage not held)`.")
 
 #: The files a run or a re-render writes (besides ``*.png``).
 OUTPUTS = ("cases.csv", "meta.json", "map.csv", "out_of_sample.csv", "coverage.csv", "peer.csv", "mixes.csv",
@@ -40,6 +45,23 @@ def _n(v, d: int = 3) -> str:
     return f"{round(v, d) + 0.0:+.{d}f}"  # + 0.0: no "-0.000"
 
 
+def _measured_ns(rule) -> list:
+    """The sample sizes the coverage was measured at, ascending."""
+    return sorted({n for by_n in rule.values() for n in by_n})
+
+
+def method_tag(method: str) -> str:
+    """How the tables name an interval method: ``BCa``, ``t``, and ``t@95%`` for the studentised interval
+    computed at a 95% nominal level and used as a 90% one (its measured coverage of 90% held).
+
+    >>> [method_tag(m) for m in INTERVAL_METHODS]
+    ['BCa', 't', 't@95%', 't@99%']
+    """
+    base, level = method_level(method)
+    tag = {"bca": "BCa", "studentized": "t"}.get(base, base)
+    return tag if level == LEVEL else f"{tag}@{level:.0%}"
+
+
 def _ci(lo, hi, method=None, holds=None) -> str:
     """An interval; with `method`, its name, and a mark where its measured coverage did not hold (or was not
     measured): the rule of :func:`studies.depth3.select.interval_rule`."""
@@ -48,7 +70,7 @@ def _ci(lo, hi, method=None, holds=None) -> str:
     out = f"[{_n(lo)}, {_n(hi)}]"
     if method is None:
         return out
-    tag = {"bca": "BCa", "studentized": "t"}.get(method, method)
+    tag = method_tag(method)
     holds = None if holds is None or (isinstance(holds, float) and math.isnan(holds)) else str(holds) == "True"
     return out + f" {tag}" + ("" if holds else " (coverage not held)" if holds is False else " (coverage not measured)")
 
@@ -181,8 +203,8 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
     L += ["## 1. The selection map", "",
           f"Chosen on seeds {SELECT_SEEDS[0]}-{SELECT_SEEDS[-1]}. Per region (budget level / structure) and price "
           f"(loss per ms of planning; *anchored* = each case's own latency weight): the best policy by mean net "
-          f"gain over {BASELINE}, its {LEVEL:.0%} interval (BCa, or the studentised `t` where BCa's measured "
-          "coverage failed and the studentised held: the rule of section 3; a mark where neither held), the Benjamini-Hochberg adjusted p over the "
+          f"gain over {BASELINE}, its {LEVEL:.0%} interval (BCa, or the studentised `t`, or `t` computed at a higher nominal level, "
+          "whichever first held its measured coverage: the rule of section 3; a mark where none held), the Benjamini-Hochberg adjusted p over the "
           f"{tested} cells tested (of {len(smap)}; with {tested} tests a cell needs at least {need} cases before "
           f"its adjusted p can fall below {ALPHA:g}, whatever its gains: {reach} cells have that many), verdict A (a cell needs {MIN_N} cases for an interval and a p), the share of cases it gains on (B, descriptive) and the runner-up. "
           f"`capped` counts cases where the best's loss is a bound: the mean gain, interval and verdict use its "
@@ -219,8 +241,8 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
           "least 0); `always bounded` and `always one-step` are upper ends. A row's regrets mix the policies its "
           "rule chose, so their intervals' coverage is measured on the row's own per-case values (population and "
           "sample size its own; `studies.depth3.select.own_coverage_method`), with the same rule as the map's: "
-          "BCa where it holds, else `t` where that holds, else BCa marked `(coverage not held)`.", ""]
-    L += _table(["held out", "rule", "price", "n", "regret", f"{LEVEL:.0%} BCa", "gain", f"{LEVEL:.0%} BCa",
+          + RULE_TEXT, ""]
+    L += _table(["held out", "rule", "price", "n", "regret", f"{LEVEL:.0%} interval", "gain", f"{LEVEL:.0%} interval",
                  "always bounded", "always one-step", "capped", "policies used"],
                 [[r["split"], r["rule"], r["price"], r["n"], _gain(r["regret"], r["regret_opt"], True),
                   _ci(r["regret_lo"], r["regret_hi"], r.get("regret_method"), r.get("regret_holds")),
@@ -239,17 +261,19 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
           "*pessimistic* population (capped rows at their upper loss bound, what every table's mean and interval "
           "use) for every policy, and the *optimistic* one (lower bounds) for policies with capped rows. Samples "
           "of n cases are drawn from it with replacement (n = 10, 30 and the pooled n) and a "
-          f"{LEVEL:.0%} interval computed on each (BCa, the studentised bootstrap-t, and the second edition's "
-          "percentile bootstrap); the share containing the population mean is the coverage, `se` its Monte Carlo "
+          f"{LEVEL:.0%} interval computed on each (BCa, the studentised bootstrap-t, the studentised interval at "
+          "nominal 95% and 99%, and the second edition's percentile bootstrap); the share containing the population mean is the coverage, `se` its Monte Carlo "
           "standard error. The rule: a method *holds* for a policy at a measured n when its coverage on the "
           f"pessimistic population is at least {LEVEL:g} - 2 se; an interval over n cases is judged at the largest "
-          "measured n not above it (the smallest, below them all), and the tables print BCa where it holds, else "
-          "the studentised interval (`t`) where that holds, else BCa marked `(coverage not held)`.", ""]
+          "measured n not above it (the smallest, below them all), and the tables print " + RULE_TEXT
+          + " A calibrated interval is wider than `t` on the same sample; its level was chosen by the same "
+          "simulation that measures it (first of 95%, 99% to hold), so its measured coverage is the plug-in "
+          "estimate, slightly optimistic by that choice.", ""]
     if cov:
-        for n in sorted({k for by_n in rule.values() for k in by_n}):
-            held = [f"`{p}` {'BCa' if by_n[n][0] == 'bca' else 't'}" for p, by_n in rule.items() if by_n[n][1]]
+        for n in _measured_ns(rule):
+            held = [f"`{p}` {method_tag(by_n[n][0])}" for p, by_n in rule.items() if by_n[n][1]]
             bad = [f"`{p}`" for p, by_n in rule.items() if not by_n[n][1]]
-            L += [f"- n = {n}: held ({len(held)}): " + (", ".join(held) or "none") + f"; neither held ({len(bad)}): "
+            L += [f"- n = {n}: held ({len(held)}): " + (", ".join(held) or "none") + f"; none held ({len(bad)}): "
                   + (", ".join(bad) or "none") + "."]
         L += [""]
         keys = list(dict.fromkeys((r["policy"], r["population"], r["n"]) for r in cov))
@@ -328,7 +352,7 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
           f"- Planning cost = price x {NODE_MS:g} ms per counted search node x search nodes per episode "
           "(`docs/depth-study.md`: where the constant comes from). No clock is read for any result.",
           f"- Prices: anchored (each case's `budget.weights.latency_ms`), and the sweep {list(PRICES)} loss per ms.",
-          f"- Verdict A: the printed {LEVEL:.0%} interval (BCa or studentised, section 3's rule) above 0 and BH-adjusted p < {ALPHA:g} (sign-flip permutation test of "
+          f"- Verdict A: the printed {LEVEL:.0%} interval (BCa, studentised or calibrated studentised, section 3's rule) above 0 and BH-adjusted p < {ALPHA:g} (sign-flip permutation test of "
           "the mean gain: a rank test would weigh a 1e-7 planning-cost loss as a full rank). "
           "Verdict B: the share of cases gaining (descriptive; not a test, and not the rule that decides A).",
           f"- Bootstrap: {N_BOOT} resamples, seeded; cases are the resampling unit.", ""]
@@ -370,9 +394,11 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
          "rows kept as bounds: every mean over them shows `pessimistic .. optimistic`, intervals and verdicts use "
          "the pessimistic end; candidates need every case of a cell"],
         ["BCa or studentised intervals with measured coverage", (
-            f"BCa or studentised per policy and n by measured coverage (section 3's rule): at the pooled n "
-            f"{sum(by_n[max(by_n)][1] for by_n in rule.values())} of {len(rule)} policies have a method that holds; "
-            "intervals where none holds are marked `(coverage not held)`") if cov
+            "BCa, studentised, or studentised calibrated to a higher nominal level, per policy and n by measured "
+            "coverage (section 3's rule): a method holds for "
+            + " / ".join(str(sum(by_n[n][1] for by_n in rule.values() if n in by_n)) for n in _measured_ns(rule))
+            + f" of {len(rule)} policies at n = " + " / ".join(str(n) for n in _measured_ns(rule))
+            + "; intervals where none holds are marked `(coverage not held)`") if cov
          else "not measured: no policy with non-constant gains on every case"],
         ["Out-of-sample regret with intervals whose coverage was measured", _oos_coverage(oos)],
         ["Multiplicity correction across cells", f"yes: Benjamini-Hochberg over every cell tested (best not "

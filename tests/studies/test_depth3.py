@@ -10,7 +10,8 @@ import pytest
 
 from studies.depth3 import report as rep
 from studies.depth3.design import ANCHORED, NODE_MS, budget_level, structure
-from studies.depth3.select import Cases, _choice, out_of_sample, reweighted, selection_map
+from studies.depth3.select import (INTERVAL_METHODS, Cases, _choice, interval, interval_rule, method_level, out_of_sample,
+                                   reweighted, selection_map)
 from studies.tables import write_csv
 
 POLICIES = ("none", "one-step", "lookahead:2", "bounded")
@@ -114,7 +115,7 @@ def test_out_of_sample_regret_ends_bound_the_regret_whatever_the_capped_losses_a
         regret = (net[idx, j] - np.nanmin(net[idx], axis=1)).mean()
         assert row["regret_opt"] - 1e-12 <= regret <= row["regret"] + 1e-12
     assert row["regret_opt"] < row["regret"]  # the capped rows make it an interval, though the chosen row is exact
-    assert row["regret_method"] in ("bca", "studentized") and row["regret_holds"] in (True, False, None)
+    assert row["regret_method"] in INTERVAL_METHODS and row["regret_holds"] in (True, False, None)
 
 
 def test_a_tie_with_one_step_goes_to_one_step():
@@ -307,3 +308,32 @@ def test_matched_simulations_follow_bounded_counted_nodes():
     assert m["pouct:nodes"] == (1000, True)
     assert m["pouct:time"] == (round(40_000 * NODE_MS / PEER_MS_PER_SIM), False)
     assert matched_sims(3.0)["pouct:time"] == (1, False)  # at least one simulation
+
+
+def test_a_calibrated_interval_contains_the_plain_studentised_one():
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        x = rng.lognormal(0.0, 1.5, size=12) - 1.0
+        lo, hi = interval(x, "studentized")
+        lo95, hi95 = interval(x, "studentized@0.95")
+        lo99, hi99 = interval(x, "studentized@0.99")
+        assert lo99 <= lo95 <= lo < hi <= hi95 <= hi99
+
+
+def test_the_rule_takes_the_first_method_that_holds_and_marks_a_cell_where_none_does():
+    def cov(policy, n, coverages):
+        return [{"policy": policy, "n": n, "method": m, "coverage": c, "se": 0.02, "population": "pessimistic"}
+                for m, c in zip(INTERVAL_METHODS, coverages)]
+
+    rows = cov("p", 10, [0.70, 0.80, 0.84, 0.93]) + cov("p", 30, [0.80, 0.89, 0.95, 0.97])
+    rows += cov("q", 10, [0.40, 0.45, 0.50, 0.55])
+    rows += [{"policy": "q", "n": 10, "method": "studentized@0.99", "coverage": 0.99, "se": 0.01,
+              "population": "optimistic"}]  # the optimistic population never decides
+    assert interval_rule(rows) == {"p": {10: ("studentized@0.99", True), 30: ("studentized", True)},
+                                   "q": {10: ("bca", False)}}
+
+
+def test_an_unknown_interval_method_is_refused():
+    assert method_level("studentized@0.95") == ("studentized", 0.95)
+    with pytest.raises(ValueError, match="unknown interval method 'wald'"):
+        method_level("wald")
