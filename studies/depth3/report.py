@@ -268,7 +268,10 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
           "measured n not above it (the smallest, below them all), and the tables print " + RULE_TEXT
           + " A calibrated interval is wider than `t` on the same sample; its level was chosen by the same "
           "simulation that measures it (first of 95%, 99% to hold), so its measured coverage is the plug-in "
-          "estimate, slightly optimistic by that choice.", ""]
+          "estimate, slightly optimistic by that choice. On a lumpy sample (most of its gains equal, a few not) "
+          "the studentised intervals' upper end can be very large or `+inf`: many resamples then have almost no "
+          "spread, so t* has a long tail; the interval still holds its measured coverage, and only its lower end "
+          "(what verdict A reads) says anything.", ""]
     if cov:
         for n in _measured_ns(rule):
             held = [f"`{p}` {method_tag(by_n[n][0])}" for p, by_n in rule.items() if by_n[n][1]]
