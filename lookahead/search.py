@@ -725,6 +725,10 @@ def _search(st, fst, depth, belief, spent, admitted, lik, n_outcomes, loss, fact
                 z = 0.0
                 ns = 0
                 if support:
+                    # the row is a whole belief (the revelation bound reads it at any state): states outside
+                    # the parent's support get 0, so the previous node's support at this level is cleared first
+                    for i in range(nsup[lev]):
+                        bel[lev, supp[lev, i]] = 0.0
                     for i in range(nsup[lev - 1]):
                         s = supp[lev - 1, i]
                         x = belief[s]
@@ -1272,7 +1276,7 @@ def _setup(belief, outcome_of, spent, root_mask, depth, lik, n_outcomes, loss, f
     P = facts.action_mentions.shape[1]
     N = facts.expr_kind.shape[0]
 
-    bel = np.empty((L, S), dtype=FLOAT)
+    bel = np.zeros((L, S), dtype=FLOAT)  # (zeros: a row holds 0 outside its node's support, see _search)
     sp = np.empty((L, D), dtype=FLOAT)
     h = np.zeros(L, dtype=KEY)
     risk = np.empty(L, dtype=FLOAT)
