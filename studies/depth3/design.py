@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from planner.policies.registry import study_specs
 
-__all__ = ["POLICIES", "BASELINE", "SELECT_SEEDS", "TEST_SEEDS", "SEEDS", "PRICES", "ANCHORED", "NODE_MS",
+__all__ = ["POLICIES", "BASELINE", "SELECT_SEEDS", "TEST_SEEDS", "SEEDS", "PRICES", "ANCHORED", "NODE_MS", "NODE_MS_MEASURED",
            "EVAL_CAP", "EVAL_WORK", "LEVEL", "ALPHA", "N_BOOT", "BOOT_SEED", "EQ", "MIN_N", "budget_level", "structure",
            "BUDGET_LEVELS", "STRUCTURES", "MIXES", "PEER_EPISODES", "PEER_MAX_SIMS", "PEER_MS_PER_SIM"]
 
@@ -35,6 +35,10 @@ ANCHORED = "anchored"
 #: this constant, the median of ``planning_ms_per_episode / search_nodes_per_episode`` over the second
 #: edition's committed rows with more than 100 nodes (748 rows of ``studies/results/depth/cases.csv``).
 NODE_MS = 2.3e-3
+#: Milliseconds per counted search node of each searching policy, re-measured on the engine of the committed
+#: run by :mod:`studies.depth3.node_ms` (figures frozen here, so no run reads a clock). Only the report's
+#: sensitivity section reads them; every table prices nodes at :data:`NODE_MS`.
+NODE_MS_MEASURED: dict = {}
 
 #: Distinct policy-tree nodes and search nodes one policy's exact evaluation may use on one case (the
 #: second edition's caps, counts, never the clock). Past either the row keeps bounds on its loss

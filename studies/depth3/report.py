@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from studies.depth3.design import (ALPHA, ANCHORED, BASELINE, EVAL_CAP, EVAL_WORK, LEVEL, MIN_N, MIXES, N_BOOT,
-                                   NODE_MS, PEER_MAX_SIMS, PEER_MS_PER_SIM, PRICES, SELECT_SEEDS, TEST_SEEDS)
+                                   NODE_MS, NODE_MS_MEASURED, PEER_MAX_SIMS, PEER_MS_PER_SIM, PRICES, SELECT_SEEDS, TEST_SEEDS)
 from studies.depth3.select import (INTERVAL_METHODS, Cases, coverage_table, interval_rule, load_rows, method_level,
                                    min_cases_for_verdict, mix_weights, out_of_sample, peer_summary, policy_summary,
                                    reweighted, selection_map)
@@ -179,6 +179,32 @@ def render_folder(folder, plots: bool | None = None) -> list:
     write_text(folder / "report.md", text)
     return ["map.csv", "out_of_sample.csv", "coverage.csv", *(["peer.csv"] if peers else []),
             *(["mixes.csv"] if mixes else []), *pngs, "report.md"]
+
+
+def _node_ms_section(cases, smap, rule) -> list:
+    """The pooled selection cell with each searching policy's nodes priced at the ms per node re-measured on
+    this engine (:data:`studies.depth3.design.NODE_MS_MEASURED`), beside the map's own pooled cell."""
+    L = ["", "### The node-to-time constant: sensitivity", ""]
+    if not NODE_MS_MEASURED:
+        return L + ["Not measured for this engine: every price uses the one constant."]
+    L += [f"Every table above prices a counted search node at {NODE_MS:g} ms (the second edition's median). "
+          "Re-measured on this engine (`python3 -m studies.depth3.node_ms`, a sample of the generated cases, "
+          "wall ms of planning per counted node, median over rows with more than 100 nodes; figures frozen in "
+          "`studies.depth3.design.NODE_MS_MEASURED`, never read from a clock by a run), a node costs: "
+          + ", ".join(f"`{p}` {v * 1e3:.2f} us ({v / NODE_MS:.1f}x)" for p, v in NODE_MS_MEASURED.items())
+          + ". The pooled selection cell (all 72 selection cases) with each policy's nodes at its own measured "
+          "cost (the other policies, which count the observations they value, keep the constant):", ""]
+    alt = {r["price"]: r for r in selection_map(cases.with_node_ms(NODE_MS_MEASURED), "select", rule=rule)
+           if r["region"] == "all"}
+    rows = []
+    for r in (r for r in smap if r["region"] == "all"):
+        a = alt[r["price"]]
+        rows.append([r["price"], f"`{r['best']}`", _gain(r["mean_gain"], r["mean_gain_opt"], r["capped"]),
+                     f"`{a['best']}`", _gain(a["mean_gain"], a["mean_gain_opt"], a["capped"]),
+                     _ci(a["ci_lo"], a["ci_hi"], a["ci_method"], a["ci_holds"]), "yes" if a["verdict_a"] else "no",
+                     f"`{a['runner_up']}` ({_n(a['runner_up_gain'])})"])
+    return L + _table(["price", "best (constant)", "gain", "best (measured)", "gain", f"{LEVEL:.0%} interval", "A",
+                       "runner-up (gain)"], rows)
 
 
 def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, plots, plot_note) -> str:
@@ -345,12 +371,13 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
                         for g, c in MIXES] for k in classes])
     capped = [(cases.cases[i], cases.policies[j]) for i, j in zip(*cases.capped.nonzero())]
     failed = [(cases.cases[i], cases.policies[j]) for i, j in zip(*(~cases.ok).nonzero())]
+    L += _node_ms_section(cases, smap, rule)
     L += ["", "### Capped and failed rows", "",
           f"Caps (counts only): {EVAL_CAP:,} distinct policy-tree nodes and {EVAL_WORK:,} search nodes per policy "
           f"per case. Capped rows (loss kept as bounds, nodes imputed): {len(capped)}"
-          + (": " + ", ".join(f"{c} `{p}`" for c, p in capped[:40]) if capped else "") + ". "
+          + (": " + ", ".join(f"{c} `{p}`" for c, p in capped) if capped else "") + ". "
           f"Failed rows (no loss; the policy is no candidate in those cases' cells): {len(failed)}"
-          + (": " + ", ".join(f"{c} `{p}`" for c, p in failed[:40]) if failed else "") + ".", ""]
+          + (": " + ", ".join(f"{c} `{p}`" for c, p in failed) if failed else "") + ".", ""]
     L += ["### Rules and conversions", "",
           f"- Planning cost = price x {NODE_MS:g} ms per counted search node x search nodes per episode "
           "(`docs/depth-study.md`: where the constant comes from). No clock is read for any result.",

@@ -107,6 +107,21 @@ class Cases:
             self.nodes[self.imputed[:, j], j] = fill
         self.ok = ~np.isnan(self.up)
         self.base = self.policies.index(BASELINE)
+        self.node_ms = np.full(len(self.policies), NODE_MS)
+
+    def with_node_ms(self, per_policy: dict) -> "Cases":
+        """A copy whose planning time prices each policy's counted nodes at its own ms per node (`per_policy`;
+        the others keep :data:`NODE_MS`): the sensitivity of the map to the node-to-time constant.
+
+        >>> c = Cases(_example_rows(), ["one-step", "lookahead:2"]).with_node_ms({"lookahead:2": 1.0})
+        >>> c.node_ms.tolist() == [NODE_MS, 1.0]
+        True
+        """
+        import copy
+
+        out = copy.copy(self)
+        out.node_ms = np.array([float(per_policy.get(p, NODE_MS)) for p in self.policies])
+        return out
 
     def lam(self, price) -> np.ndarray:
         """The price of each case, loss per ms (the anchored price is the case's own latency weight)."""
@@ -115,7 +130,7 @@ class Cases:
     def net(self, price, pessimistic: bool = True) -> np.ndarray:
         """Net loss, cases x policies (upper bounds where capped, when `pessimistic`)."""
         loss = self.up if pessimistic else self.lo
-        return loss + self.lam(price)[:, None] * NODE_MS * self.nodes
+        return loss + self.lam(price)[:, None] * self.node_ms[None, :] * self.nodes
 
     def gain(self, price, pessimistic: bool = True) -> np.ndarray:
         """Net gain over one-step, cases x policies: one-step's optimistic minus p's pessimistic net (the
@@ -274,12 +289,16 @@ def _regions(cases: Cases, mask) -> list:
 
 
 def _best_two(g: np.ndarray, candidates, base: int) -> tuple:
-    """The best and the runner-up by mean gain; a policy must beat one-step (gain 0) by more than EQ to be best."""
-    means = [(float(g[:, j].mean()), -j, j) for j in candidates if j != base]
-    means.sort(reverse=True)
-    if not means or means[0][0] <= EQ:
-        return base, (means[0][2] if means else None)
-    return means[0][2], (means[1][2] if len(means) > 1 else base)
+    """The best and the runner-up by mean gain, one-step (`base`, gain 0) ranked among them: another policy ranks
+    above one-step only when it beats it by more than EQ, and ties between the others go by registry order.
+
+    >>> g = np.array([[0.0, 0.5, 0.0, -1.0], [0.0, 0.3, 0.0, -1.0]])
+    >>> _best_two(g, [0, 1, 2, 3], 0), _best_two(g, [0, 2, 3], 0)
+    ((1, 0), (0, 2))
+    """
+    ranked = sorted(((float(g[:, j].mean()) if j != base else EQ, j == base, -j, j) for j in candidates),
+                    reverse=True)
+    return ranked[0][3], (ranked[1][3] if len(ranked) > 1 else None)
 
 
 def selection_map(cases: Cases, split: str = "select", prices=None, rule=None) -> list:

@@ -58,6 +58,17 @@ def test_net_gain_is_priced_from_counted_nodes():
     assert c.gain(ANCHORED)[0, 2] == pytest.approx((3.0 + 1e-3 * NODE_MS * 10) - (2.0 + 1e-3 * NODE_MS * 1e6))
 
 
+def test_a_policy_priced_at_its_own_node_cost_moves_only_its_own_gain():
+    c = Cases(_rows(_spec()), POLICIES)
+    slow = c.with_node_ms({"lookahead:2": 3.0 * NODE_MS})
+    g, gs = c.gain(1e-2), slow.gain(1e-2)
+    j = POLICIES.index("lookahead:2")
+    np.testing.assert_allclose(gs[:8, j], g[:8, j] - 1e-2 * 2.0 * NODE_MS * 1e6)
+    others = [k for k in range(len(POLICIES)) if k != j]
+    np.testing.assert_array_equal(gs[:, others], g[:, others])
+    np.testing.assert_array_equal(c.node_ms, np.full(len(POLICIES), NODE_MS))  # the original is untouched
+
+
 def test_capped_rows_use_the_upper_bound_and_imputed_nodes():
     c = Cases(_rows(_spec()), POLICIES)
     i, j = c.cases.index("c8"), POLICIES.index("bounded")
