@@ -42,6 +42,7 @@ POLICIES = ("lookahead:2", "lookahead:3", "lookahead:auto", "bounded:5000000", "
             "bounded:auto:1", "bounded:auto:0.1", "bounded")
 #: Rows with at most this many counted nodes per episode are left out of the medians (as for NODE_MS).
 MIN_NODES = 100
+_WARM: list = []  # set once this process has loaded the kernels
 #: The default output folder.
 OUT = Path("studies/results/depth3-node-ms")
 
@@ -65,6 +66,9 @@ def _warm() -> None:
     import planner
     from lookahead.jit import ensure_compiled
 
+    if _WARM:
+        return
+    _WARM.append(True)
     ensure_compiled()
     for spec in ("lookahead:2", "bounded"):
         planner.parse_policy(spec).decide(planner.Session(planner.load_domain("payment_release")).node)
@@ -118,15 +122,26 @@ def summarise(rows, node_ms: float) -> list:
     return out
 
 
+def _positive(text: str) -> int:
+    """An argparse type: an integer >= 1 (argparse turns the error into one line and exit 2)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return n
+
+
 def main(argv=None) -> int:
     from studies.depth3.design import NODE_MS
     from studies.tables import write_csv
 
     ap = argparse.ArgumentParser(prog="python3 -m studies.depth3.node_ms", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--step", type=int, default=4, help="every STEP-th instance of each seed (default 4)")
-    ap.add_argument("--repeats", type=int, default=3, help="each decision timed this many times, fastest kept")
+    ap.add_argument("--workers", type=_positive, default=1)
+    ap.add_argument("--step", type=_positive, default=4, help="every STEP-th instance of each seed (default 4)")
+    ap.add_argument("--repeats", type=_positive, default=3, help="each decision timed this many times, fastest kept")
     a = ap.parse_args(argv)
     tasks = [(job, spec, a.repeats) for job in sample_jobs(a.step) for spec in POLICIES]
     t0 = time.perf_counter()
