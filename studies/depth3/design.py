@@ -37,8 +37,12 @@ ANCHORED = "anchored"
 NODE_MS = 2.3e-3
 #: Milliseconds per counted search node of each searching policy, re-measured on the engine of the committed
 #: run by :mod:`studies.depth3.node_ms` (figures frozen here, so no run reads a clock). Only the report's
-#: sensitivity section reads them; every table prices nodes at :data:`NODE_MS`.
-NODE_MS_MEASURED: dict = {}
+#: sensitivity section reads them; every table prices nodes at :data:`NODE_MS`. Measured 2026-12-07 on an idle
+#: 2-core machine (``python3 -m studies.depth3.node_ms --workers 1``, studies/results/depth3-node-ms/: 30 cases,
+#: the root decision, fastest of 3; a second run agreed to within 12% per policy), 3 significant figures.
+NODE_MS_MEASURED: dict = {"lookahead:2": 1.12e-3, "lookahead:3": 0.527e-3, "lookahead:auto": 0.719e-3,
+                          "bounded:5000000": 2.60e-3, "bounded:50000000": 1.68e-3, "bounded:auto:1": 1.57e-3,
+                          "bounded:auto:0.1": 2.17e-3, "bounded": 2.15e-3}
 
 #: Distinct policy-tree nodes and search nodes one policy's exact evaluation may use on one case (the
 #: second edition's caps, counts, never the clock). Past either the row keeps bounds on its loss

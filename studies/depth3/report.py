@@ -181,12 +181,16 @@ def render_folder(folder, plots: bool | None = None) -> list:
             *(["mixes.csv"] if mixes else []), *pngs, "report.md"]
 
 
-def _node_ms_section(cases, smap, rule) -> list:
+def _node_ms_section(cases, smap, rule) -> tuple:
     """The pooled selection cell with each searching policy's nodes priced at the ms per node re-measured on
-    this engine (:data:`studies.depth3.design.NODE_MS_MEASURED`), beside the map's own pooled cell."""
+    this engine (:data:`studies.depth3.design.NODE_MS_MEASURED`), beside the map's own pooled cell; and the
+    section 4 line that says how far the constant is off and which pooled picks it moves."""
     L = ["", "### The node-to-time constant: sensitivity", ""]
+    const = ("- The node-to-time conversion is one constant; a kernel faster or slower per node moves every priced "
+             "cell along the sweep, and it prices a depth-first and a best-first node alike (bounded's phases "
+             "differ in work per node).")
     if not NODE_MS_MEASURED:
-        return L + ["Not measured for this engine: every price uses the one constant."]
+        return L + ["Not measured for this engine: every price uses the one constant."], const + " Not re-measured."
     L += [f"Every table above prices a counted search node at {NODE_MS:g} ms (the second edition's median). "
           "Re-measured on this engine (`python3 -m studies.depth3.node_ms`, a sample of the generated cases, "
           "wall ms of planning per counted node, median over rows with more than 100 nodes; figures frozen in "
@@ -203,8 +207,21 @@ def _node_ms_section(cases, smap, rule) -> list:
                      f"`{a['best']}`", _gain(a["mean_gain"], a["mean_gain_opt"], a["capped"]),
                      _ci(a["ci_lo"], a["ci_hi"], a["ci_method"], a["ci_holds"]), "yes" if a["verdict_a"] else "no",
                      f"`{a['runner_up']}` ({_n(a['runner_up_gain'])})"])
+    ratios = [v / NODE_MS for v in NODE_MS_MEASURED.values()]
+    measured, sel = cases.with_node_ms(NODE_MS_MEASURED), cases.split == "select"
+
+    def old_gain(price, policy):  # the constant's pick, its nodes at the measured cost (pessimistic end)
+        return _n(float(measured.gain(price)[sel, cases.policies.index(policy)].mean()))
+
+    moved = [(r["price"], r["best"], alt[r["price"]]) for r in smap
+             if r["region"] == "all" and r["best"] != alt[r["price"]]["best"]]
+    note = (const + f" Re-measured on this engine per searching policy, a node costs {min(ratios):.1f}x to "
+            f"{max(ratios):.1f}x the constant (section 3's sensitivity table; one machine, root decisions). "
+            + ("Priced so, the pooled pick moves at " + "; ".join(
+                f"{p}: `{b['best']}` {_n(b['mean_gain'])} over `{a}` {old_gain(p, a)}" for p, a, b in moved)
+               if moved else "Priced so, no pooled pick moves") + ".")
     return L + _table(["price", "best (constant)", "gain", "best (measured)", "gain", f"{LEVEL:.0%} interval", "A",
-                       "runner-up (gain)"], rows)
+                       "runner-up (gain)"], rows), note
 
 
 def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, plots, plot_note) -> str:
@@ -371,7 +388,8 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
                         for g, c in MIXES] for k in classes])
     capped = [(cases.cases[i], cases.policies[j]) for i, j in zip(*cases.capped.nonzero())]
     failed = [(cases.cases[i], cases.policies[j]) for i, j in zip(*(~cases.ok).nonzero())]
-    L += _node_ms_section(cases, smap, rule)
+    sens, node_ms_note = _node_ms_section(cases, smap, rule)
+    L += sens
     L += ["", "### Capped and failed rows", "",
           f"Caps (counts only): {EVAL_CAP:,} distinct policy-tree nodes and {EVAL_WORK:,} search nodes per policy "
           f"per case. Capped rows (loss kept as bounds, nodes imputed): {len(capped)}"
@@ -391,9 +409,7 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
           (f"- The regional cells hold {sizes[0]} to {sizes[-1]} selection cases each (median "
            f"{sizes[len(sizes) // 2]}); a cell's best is a noisy choice, which the out-of-sample regret "
            "measures, not removes." if sizes else "- No regional cell has a case."),
-          "- The node-to-time conversion is one constant; a kernel faster or slower per node moves every priced "
-          "cell along the sweep, and it prices a depth-first and a best-first node alike (bounded's phases "
-          "differ in work per node).",
+          node_ms_note,
           "- Capped rows use imputed planning nodes; their gains enter as pessimistic loss bounds (the tables show "
           "the optimistic end beside them), so a capped policy's true mean gain may be larger than printed.",
           "- The regret oracle is per case and chosen after the fact: it bounds what any map could do.",

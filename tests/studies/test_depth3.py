@@ -348,3 +348,33 @@ def test_an_unknown_interval_method_is_refused():
     assert method_level("studentized@0.95") == ("studentized", 0.95)
     with pytest.raises(ValueError, match="unknown interval method 'wald'"):
         method_level("wald")
+
+
+NODE_MS_RUN = PREVIEW.parent / "depth3-node-ms"
+
+
+@pytest.mark.skipif(not (NODE_MS_RUN / "summary.csv").is_file(), reason="no committed node-cost measurement")
+def test_the_frozen_node_costs_are_the_committed_measurement():
+    import csv
+
+    from studies.depth3.design import NODE_MS_MEASURED
+
+    with open(NODE_MS_RUN / "summary.csv", newline="", encoding="utf-8") as f:
+        measured = {r["policy"]: float(r["median_ms_per_node"]) for r in csv.DictReader(f) if r["policy"] != "all"}
+    assert set(NODE_MS_MEASURED) == set(measured)
+    for policy, value in measured.items():  # frozen to 3 significant figures
+        np.testing.assert_allclose(NODE_MS_MEASURED[policy], value, rtol=5e-3, err_msg=policy)
+
+
+def test_the_sensitivity_section_names_each_moved_pick(monkeypatch):
+    # lookahead:2 at a thousandth of the constant's cost per node wins the cells its 1e6 nodes lose
+    c = Cases(_rows(_spec()), POLICIES)
+    smap = selection_map(c, "select")
+    monkeypatch.setattr(rep, "NODE_MS_MEASURED", {"lookahead:2": NODE_MS / 1000})
+    lines, note = rep._node_ms_section(c, smap, None)
+    before = {r["price"]: r["best"] for r in smap if r["region"] == "all"}
+    assert before["0.01"] == before["anchored"] == "one-step" and before["0"] == "lookahead:2"
+    assert "anchored: `lookahead:2` +0.936 over `one-step` +0.000" in note and "0.01: `lookahead:2`" in note
+    assert "0: `" not in note  # a pick that does not move is not named
+    monkeypatch.setattr(rep, "NODE_MS_MEASURED", {})
+    assert rep._node_ms_section(c, smap, None)[1].endswith("Not re-measured.")
