@@ -42,7 +42,8 @@ COVERAGE_NS = (10, 30, None)
 def _n(v, d: int = 3) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    return f"{round(v, d) + 0.0:+.{d}f}"  # + 0.0: no "-0.000"
+    # a loss too small to show keeps its sign ("-0.000"), a gain of exactly 0 prints "+0.000"
+    return f"{v + 0.0:+.{d}f}"
 
 
 def _measured_ns(rule) -> list:
@@ -80,6 +81,13 @@ def _gain(pess, opt, capped) -> str:
     if capped and not (isinstance(opt, float) and math.isnan(opt)) and abs(opt - pess) > 1e-12:
         return f"{_n(pess)} .. {_n(opt)}"
     return _n(pess)
+
+
+def _runner_up(r) -> str:
+    """A map cell's runner-up and its mean gain, both ends where capped rows enter it."""
+    if not r["runner_up"]:
+        return "-"
+    return f"`{r['runner_up']}` ({_gain(r['runner_up_gain'], r['runner_up_gain_opt'], r['runner_up_capped'])})"
 
 
 def _oos_coverage(oos) -> str:
@@ -206,7 +214,7 @@ def _node_ms_section(cases, smap, rule) -> tuple:
         rows.append([r["price"], f"`{r['best']}`", _gain(r["mean_gain"], r["mean_gain_opt"], r["capped"]),
                      f"`{a['best']}`", _gain(a["mean_gain"], a["mean_gain_opt"], a["capped"]),
                      _ci(a["ci_lo"], a["ci_hi"], a["ci_method"], a["ci_holds"]), "yes" if a["verdict_a"] else "no",
-                     f"`{a['runner_up']}` ({_n(a['runner_up_gain'])})"])
+                     _runner_up(a)])
     ratios = [v / NODE_MS for v in NODE_MS_MEASURED.values()]
     measured, sel = cases.with_node_ms(NODE_MS_MEASURED), cases.split == "select"
 
@@ -259,7 +267,7 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
                 [[r["price"], f"`{r['best']}`", _gain(r["mean_gain"], r["mean_gain_opt"], r["capped"]),
                   _ci(r["ci_lo"], r["ci_hi"], r["ci_method"], r["ci_holds"]),
                   "yes" if r["verdict_a"] else "no",
-                  f"`{r['runner_up']}` ({_n(r['runner_up_gain'])})" if r["runner_up"] else "-"]
+                  _runner_up(r)]
                  for r in smap if r["region"] == "all"])
     L += ["", "Every cell:", ""]
     L += _table(["region", "price", "n", "best", "mean gain", f"{LEVEL:.0%} interval", "q (BH)", "A", "B share",
@@ -268,7 +276,7 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
                   _ci(r["ci_lo"], r["ci_hi"], r["ci_method"], r["ci_holds"]),
                   "-" if math.isnan(r["q"]) else f"{r['q']:.3f}", "yes" if r["verdict_a"] else "no",
                   f"{r['share_gaining']:.2f}", r["capped"],
-                  f"`{r['runner_up']}` ({_n(r['runner_up_gain'])})" if r["runner_up"] else "-"] for r in smap])
+                  _runner_up(r)] for r in smap])
     L += [""]
     L += ([f"![selection map]({p})" for p in plots] or [plot_note]) + [""]
     L += ["## 2. Out of sample: the map's regret on held-out cases", "",

@@ -310,8 +310,10 @@ def selection_map(cases: Cases, split: str = "select", prices=None, rule=None) -
     ``mean_gain_opt`` (the optimistic end of the best's mean gain: equal to
     ``mean_gain`` where nothing is capped), ``ci_method`` and ``ci_holds``
     (the interval printed and whether its coverage held, from `rule`:
-    :func:`interval_rule`), ``runner_up``, ``runner_up_gain``, ``verdict_a``
-    and ``candidates``.
+    :func:`interval_rule`; no interval, NaN, where the best is one-step or
+    the cell has fewer than :data:`MIN_N` cases), ``runner_up``,
+    ``runner_up_gain`` and ``runner_up_gain_opt`` (its pessimistic and
+    optimistic ends), ``runner_up_capped``, ``verdict_a`` and ``candidates``.
 
     >>> c = Cases(_example_rows(), ["one-step", "lookahead:2"])
     >>> r = selection_map(c, prices=[0.0])[0]
@@ -332,9 +334,8 @@ def selection_map(cases: Cases, split: str = "select", prices=None, rule=None) -
             gb = g[:, best]
             n = int(m.sum())
             method, holds = _method(rule, cases.policies[best], int(m.sum()))
-            if best == cases.base or n < MIN_N:
-                lo = hi = 0.0 if best == cases.base else math.nan
-                p = math.nan
+            if best == cases.base or n < MIN_N:  # one-step's gain over itself is 0 by definition: no interval
+                lo = hi = p = math.nan
             else:
                 lo, hi = interval(gb, method)
                 p = sign_flip_test(gb, seed=BOOT_SEED)
@@ -345,6 +346,9 @@ def selection_map(cases: Cases, split: str = "select", prices=None, rule=None) -
                         "share_gaining": float((gb > EQ).mean()), "capped": int(cases.capped[m, best].sum()),
                         "runner_up": cases.policies[second] if second is not None else "",
                         "runner_up_gain": float(g[:, second].mean()) if second is not None else math.nan,
+                        "runner_up_gain_opt": (float(cases.gain(price, False)[m][:, second].mean())
+                                               if second is not None else math.nan),
+                        "runner_up_capped": int(cases.capped[m, second].sum()) if second is not None else 0,
                         "candidates": len(cand)})
     q = benjamini_hochberg([r["p"] for r in out])
     for r, qv in zip(out, q):

@@ -133,7 +133,22 @@ def test_a_tie_with_one_step_goes_to_one_step():
     spec = {f"t{k}": ("select", ("none", "plain"), 0.0, {p: (3.0, 3.0, 1, False) for p in POLICIES})
             for k in range(6)}
     (cell,) = [r for r in selection_map(Cases(_rows(spec), POLICIES), "select", prices=[0.0]) if r["region"] == "all"]
-    assert cell["best"] == "one-step" and cell["ci_lo"] == 0.0 and not cell["verdict_a"]
+    assert cell["best"] == "one-step" and math.isnan(cell["ci_lo"]) and not cell["verdict_a"]
+    assert rep._ci(cell["ci_lo"], cell["ci_hi"], cell["ci_method"], cell["ci_holds"]) == "-"
+
+
+def test_a_capped_runner_up_shows_both_ends():
+    spec = {f"r{k}": ("select", ("loose", "plain"), 0.0, {
+        "none": (5.0, 5.0, 2, False), "one-step": (3.0, 3.0, 10, False), "lookahead:2": (2.0, 2.0, 50, False),
+        "bounded": (1.0, 4.0, math.nan, True) if k == 0 else (2.5, 2.5, 100, False)}) for k in range(6)}
+    (cell,) = [r for r in selection_map(Cases(_rows(spec), POLICIES), "select", prices=[0.0]) if r["region"] == "all"]
+    assert cell["runner_up"] == "bounded" and cell["runner_up_capped"] == 1
+    np.testing.assert_allclose([cell["runner_up_gain"], cell["runner_up_gain_opt"]], [0.25, 0.75])
+    assert rep._runner_up(cell) == "`bounded` (+0.250 .. +0.750)"
+
+
+def test_a_loss_too_small_to_show_keeps_its_sign():
+    assert (rep._n(-1.6e-4), rep._n(0.0), rep._n(-0.0), rep._n(2e-4)) == ("-0.000", "+0.000", "+0.000", "+0.000")
 
 
 def test_fallback_rule_uses_the_pooled_cell_for_small_cells():
