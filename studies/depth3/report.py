@@ -479,7 +479,10 @@ def _render(meta, cases, smap, oos, cov, rule, summary, outside, mixes, peers, p
         ["Report opens with the map (table + PNG); re-renders from CSVs", "yes: `python3 -m studies.depth3.report "
          "DIR` rewrites every table and the report byte for byte"],
         ["`planner bench depth` regenerates it", "yes: `planner bench depth [--quick] [--out DIR] [--workers N] "
-         "[--resume]` runs this edition (`--edition 2` the second)"],
+         "[--resume]` runs this edition (`--edition 2` the second); no result reads a clock, so a second run "
+         "writes the same CSVs and PNG (the check on a fresh clone is recorded in docs/depth-study.md)"],
+        ["Re-derived by an independent reader", "from the committed CSVs and docs/depth-study.md alone, without "
+         "this code (docs/depth-study.md records what was compared and what it found)"],
     ])
     L += [""]
     return "\n".join(L)
