@@ -143,6 +143,11 @@ def main(argv=None) -> int:
     ap.add_argument("--step", type=_positive, default=4, help="every STEP-th instance of each seed (default 4)")
     ap.add_argument("--repeats", type=_positive, default=3, help="each decision timed this many times, fastest kept")
     a = ap.parse_args(argv)
+    try:  # before the measurement, so that a bad folder costs nothing
+        a.out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"node_ms: --out {a.out}: cannot create the folder ({e.strerror})", file=sys.stderr)
+        return 2
     tasks = [(job, spec, a.repeats) for job in sample_jobs(a.step) for spec in POLICIES]
     t0 = time.perf_counter()
     if a.workers > 1:
@@ -153,7 +158,6 @@ def main(argv=None) -> int:
     else:
         rows = [measure_job(t) for t in tasks]
     wall = time.perf_counter() - t0
-    a.out.mkdir(parents=True, exist_ok=True)
     summary = summarise(rows, NODE_MS)
     write_csv(rows, a.out / "rows.csv")
     write_csv(summary, a.out / "summary.csv")

@@ -393,3 +393,18 @@ def test_the_sensitivity_section_names_each_moved_pick(monkeypatch):
     assert "0: `" not in note  # a pick that does not move is not named
     monkeypatch.setattr(rep, "NODE_MS_MEASURED", {})
     assert rep._node_ms_section(c, smap, None)[1].endswith("Not re-measured.")
+
+
+
+@pytest.mark.parametrize("argv, says", [(["--step", "0"], "--step: expected an integer >= 1"),
+                                        (["--workers", "x"], "--workers: expected an integer >= 1"),
+                                        (["--out", "/dev/null/x"], "--out /dev/null/x: cannot create the folder")])
+def test_node_ms_refuses_bad_arguments_in_one_line(argv, says, capsys):
+    from studies.depth3 import node_ms
+
+    try:
+        code = node_ms.main(argv)
+    except SystemExit as e:  # argparse's own errors
+        code = e.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and says in err[-1] and not any("Traceback" in line for line in err)
