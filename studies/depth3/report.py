@@ -206,8 +206,8 @@ def _node_ms_section(cases, smap, rule) -> tuple:
           + ", ".join(f"`{p}` {v * 1e3:.2f} us ({v / NODE_MS:.1f}x)" for p, v in NODE_MS_MEASURED.items())
           + ". The pooled selection cell (all 72 selection cases) with each policy's nodes at its own measured "
           "cost (the other policies, which count the observations they value, keep the constant):", ""]
-    alt = {r["price"]: r for r in selection_map(cases.with_node_ms(NODE_MS_MEASURED), "select", rule=rule)
-           if r["region"] == "all"}
+    measured, sel = cases.with_node_ms(NODE_MS_MEASURED), cases.split == "select"
+    alt = {r["price"]: r for r in selection_map(measured, "select", rule=rule) if r["region"] == "all"}
     rows = []
     for r in (r for r in smap if r["region"] == "all"):
         a = alt[r["price"]]
@@ -216,7 +216,6 @@ def _node_ms_section(cases, smap, rule) -> tuple:
                      _ci(a["ci_lo"], a["ci_hi"], a["ci_method"], a["ci_holds"]), "yes" if a["verdict_a"] else "no",
                      _runner_up(a)])
     ratios = [v / NODE_MS for v in NODE_MS_MEASURED.values()]
-    measured, sel = cases.with_node_ms(NODE_MS_MEASURED), cases.split == "select"
 
     def old_gain(price, policy):  # the constant's pick, its nodes at the measured cost (pessimistic end)
         return _n(float(measured.gain(price)[sel, cases.policies.index(policy)].mean()))

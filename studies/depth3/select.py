@@ -323,17 +323,18 @@ def selection_map(cases: Cases, split: str = "select", prices=None, rule=None) -
     prices = [ANCHORED, *PRICES] if prices is None else list(prices)
     mask = cases.split == split
     out = []
+    gains = {price: (cases.gain(price), cases.gain(price, False)) for price in prices}  # (pessimistic, optimistic)
     for region in _regions(cases, mask):
         m = mask & ((cases.region == region) if region != "all" else True)
         if not m.any():
             continue
         cand = [j for j in range(len(cases.policies)) if cases.ok[m, j].all()]
+        n = int(m.sum())
         for price in prices:
-            g = cases.gain(price)[m]
+            g, g_opt = gains[price][0][m], gains[price][1][m]
             best, second = _best_two(g, cand, cases.base)
             gb = g[:, best]
-            n = int(m.sum())
-            method, holds = _method(rule, cases.policies[best], int(m.sum()))
+            method, holds = _method(rule, cases.policies[best], n)
             if best == cases.base or n < MIN_N:  # one-step's gain over itself is 0 by definition: no interval
                 lo = hi = p = math.nan
             else:
@@ -341,13 +342,12 @@ def selection_map(cases: Cases, split: str = "select", prices=None, rule=None) -
                 p = sign_flip_test(gb, seed=BOOT_SEED)
             out.append({"region": region, "price": price_label(price), "n": n, "best": cases.policies[best],
                         "mean_gain": float(gb.mean()),
-                        "mean_gain_opt": float(cases.gain(price, False)[m][:, best].mean()),
+                        "mean_gain_opt": float(g_opt[:, best].mean()),
                         "ci_lo": lo, "ci_hi": hi, "ci_method": method, "ci_holds": holds, "p": p,
                         "share_gaining": float((gb > EQ).mean()), "capped": int(cases.capped[m, best].sum()),
                         "runner_up": cases.policies[second] if second is not None else "",
                         "runner_up_gain": float(g[:, second].mean()) if second is not None else math.nan,
-                        "runner_up_gain_opt": (float(cases.gain(price, False)[m][:, second].mean())
-                                               if second is not None else math.nan),
+                        "runner_up_gain_opt": float(g_opt[:, second].mean()) if second is not None else math.nan,
                         "runner_up_capped": int(cases.capped[m, second].sum()) if second is not None else 0,
                         "candidates": len(cand)})
     q = benjamini_hochberg([r["p"] for r in out])
