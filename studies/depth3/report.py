@@ -204,7 +204,8 @@ def _node_ms_section(cases, smap, rule) -> tuple:
           "wall ms of planning per counted node, median over rows with more than 100 nodes; figures frozen in "
           "`studies.depth3.design.NODE_MS_MEASURED`, never read from a clock by a run), a node costs: "
           + ", ".join(f"`{p}` {v * 1e3:.2f} us ({v / NODE_MS:.1f}x)" for p, v in NODE_MS_MEASURED.items())
-          + ". The pooled selection cell (all 72 selection cases) with each policy's nodes at its own measured "
+          + f". The pooled selection cell (all {int((cases.split == 'select').sum())} selection cases) with each "
+          "policy's nodes at its own measured "
           "cost (the other policies, which count the observations they value, keep the constant):", ""]
     measured, sel = cases.with_node_ms(NODE_MS_MEASURED), cases.split == "select"
     alt = {r["price"]: r for r in selection_map(measured, "select", rule=rule) if r["region"] == "all"}

@@ -391,6 +391,7 @@ def test_the_sensitivity_section_names_each_moved_pick(monkeypatch):
     assert before["0.01"] == before["anchored"] == "one-step" and before["0"] == "lookahead:2"
     assert "anchored: `lookahead:2` +0.936 over `one-step` +0.000" in note and "0.01: `lookahead:2`" in note
     assert "0: `" not in note  # a pick that does not move is not named
+    assert "(all 8 selection cases)" in "\n".join(lines)  # counted, not the full run's 72
     monkeypatch.setattr(rep, "NODE_MS_MEASURED", {})
     assert rep._node_ms_section(c, smap, None)[1].endswith("Not re-measured.")
 
