@@ -122,26 +122,16 @@ def summarise(rows, node_ms: float) -> list:
     return out
 
 
-def _positive(text: str) -> int:
-    """An argparse type: an integer >= 1 (argparse turns the error into one line and exit 2)."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
-    return n
-
-
 def main(argv=None) -> int:
+    from planner.cli.common import count_int
     from studies.depth3.design import NODE_MS
     from studies.tables import write_csv
 
     ap = argparse.ArgumentParser(prog="python3 -m studies.depth3.node_ms", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--workers", type=_positive, default=1)
-    ap.add_argument("--step", type=_positive, default=4, help="every STEP-th instance of each seed (default 4)")
-    ap.add_argument("--repeats", type=_positive, default=3, help="each decision timed this many times, fastest kept")
+    ap.add_argument("--workers", type=count_int, default=1)
+    ap.add_argument("--step", type=count_int, default=4, help="every STEP-th instance of each seed (default 4)")
+    ap.add_argument("--repeats", type=count_int, default=3, help="each decision timed this many times, fastest kept")
     a = ap.parse_args(argv)
     try:  # before the measurement, so that a bad folder costs nothing
         a.out.mkdir(parents=True, exist_ok=True)
@@ -153,7 +143,7 @@ def main(argv=None) -> int:
     if a.workers > 1:
         from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(a.workers) as pool:
+        with ProcessPoolExecutor(min(a.workers, len(tasks))) as pool:
             rows = list(pool.map(measure_job, tasks))
     else:
         rows = [measure_job(t) for t in tasks]

@@ -397,8 +397,8 @@ def test_the_sensitivity_section_names_each_moved_pick(monkeypatch):
 
 
 
-@pytest.mark.parametrize("argv, says", [(["--step", "0"], "--step: expected an integer >= 1"),
-                                        (["--workers", "x"], "--workers: expected an integer >= 1"),
+@pytest.mark.parametrize("argv, says", [(["--step", "0"], "--step: 0: must be an integer from 1"),
+                                        (["--workers", "x"], "--workers: 'x': not an integer"),
                                         (["--out", "/dev/null/x"], "--out /dev/null/x: cannot create the folder")])
 def test_node_ms_refuses_bad_arguments_in_one_line(argv, says, capsys):
     from studies.depth3 import node_ms
