@@ -28,6 +28,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -42,7 +43,6 @@ POLICIES = ("lookahead:2", "lookahead:3", "lookahead:auto", "bounded:5000000", "
             "bounded:auto:1", "bounded:auto:0.1", "bounded")
 #: Rows with at most this many counted nodes per episode are left out of the medians (as for NODE_MS).
 MIN_NODES = 100
-_WARM: list = []  # set once this process has loaded the kernels
 #: The default output folder.
 OUT = Path("studies/results/depth3-node-ms")
 
@@ -59,6 +59,7 @@ def sample_jobs(step: int = 4) -> list:
     return [CaseJob("wide", seed=s, instance=i) for s in SEEDS for i in range(0, 24, step)]
 
 
+@functools.cache  # once per process
 def _warm() -> None:
     """Switch every kernel to the compiled tier and load it, once per process: a study worker is past the
     Python tier's allowance after its first cases (``lookahead.jit.PYTHON_WORK``, counted per process), so its
@@ -66,9 +67,6 @@ def _warm() -> None:
     import planner
     from lookahead.jit import ensure_compiled
 
-    if _WARM:
-        return
-    _WARM.append(True)
     ensure_compiled()
     for spec in ("lookahead:2", "bounded"):
         planner.parse_policy(spec).decide(planner.Session(planner.load_domain("payment_release")).node)
